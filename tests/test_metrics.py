@@ -1,0 +1,169 @@
+"""Metrics on hand-computed cases and against brute force / scipy."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from bam_viz import metrics
+
+PROBS = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]])
+LABELS = np.array([0, 1, 1])
+
+
+def test_accuracy_by_hand() -> None:
+    assert metrics.accuracy(PROBS, LABELS) == pytest.approx(2 / 3)
+
+
+def test_sample_probs_are_averaged_first() -> None:
+    # Two samples per sentence whose mean is PROBS.
+    samples = np.stack([PROBS + 0.05 * np.array([1, -1]), PROBS - 0.05 * np.array([1, -1])], axis=1)
+    for fn in (metrics.accuracy, metrics.nll, metrics.brier, metrics.ece):
+        assert fn(samples, LABELS) == pytest.approx(fn(PROBS, LABELS))
+    np.testing.assert_allclose(metrics.predictive_entropy(samples), metrics.predictive_entropy(PROBS))
+
+
+def test_nll_by_hand_and_floor() -> None:
+    assert metrics.nll(PROBS, LABELS) == pytest.approx(-(math.log(0.9) + math.log(0.8) + math.log(0.4)) / 3)
+    # A zero probability on the true class costs log(1e12), not infinity.
+    assert metrics.nll(np.array([[1.0, 0.0]]), np.array([1])) == pytest.approx(math.log(1e12))
+
+
+def test_brier_by_hand() -> None:
+    expected = (2 * 0.1**2 + 2 * 0.2**2 + 2 * 0.6**2) / 3
+    assert metrics.brier(PROBS, LABELS) == pytest.approx(expected)
+    assert metrics.brier(np.array([[0.0, 1.0]]), np.array([0])) == pytest.approx(2.0)
+
+
+def _ece_brute_force(probs: np.ndarray, labels: np.ndarray, n_bins: int = 15) -> float:
+    conf = probs.max(1)
+    correct = probs.argmax(1) == labels
+    total = 0.0
+    for b in range(n_bins):
+        lo, hi = b / n_bins, (b + 1) / n_bins
+        inside = [i for i in range(len(conf)) if (lo < conf[i] <= hi) or (b == 0 and conf[i] == 0)]
+        if inside:
+            total += len(inside) * abs(np.mean(correct[inside]) - np.mean(conf[inside]))
+    return total / len(conf)
+
+
+def test_ece_by_hand() -> None:
+    # Confidence 0.9 and right; 0.6 and wrong: (|1 - 0.9| + |0 - 0.6|) / 2, in separate bins.
+    probs = np.array([[0.9, 0.1], [0.6, 0.4]])
+    assert metrics.ece(probs, np.array([0, 1])) == pytest.approx(0.35)
+    # Both in the bin (0.8, 0.8667]: |0.5 - 0.835|.
+    probs = np.array([[0.81, 0.19], [0.14, 0.86]])
+    assert metrics.ece(probs, np.array([0, 0])) == pytest.approx(0.335)
+
+
+def test_ece_matches_brute_force_including_bin_edges() -> None:
+    rng = np.random.default_rng(0)
+    conf = np.concatenate([rng.uniform(0.5, 1.0, 300), np.arange(8, 16) / 15])  # edges 8/15 .. 1
+    probs = np.stack([conf, 1 - conf], axis=1)
+    labels = rng.integers(0, 2, len(conf))
+    assert metrics.ece(probs, labels) == pytest.approx(_ece_brute_force(probs, labels))
+
+
+def test_ece_is_near_zero_when_calibrated() -> None:
+    rng = np.random.default_rng(1)
+    n = 200_000
+    conf = rng.uniform(0.5, 1.0, n)
+    predicted = rng.integers(0, 2, n)
+    correct = rng.uniform(size=n) < conf
+    labels = np.where(correct, predicted, 1 - predicted)
+    probs = np.where(predicted[:, None] == 0, np.stack([conf, 1 - conf], 1), np.stack([1 - conf, conf], 1))
+    assert metrics.ece(probs, labels) < 0.01
+    # Overconfident by 0.1 everywhere is caught.
+    shrunk = 0.5 + (conf - 0.5) * 0.6
+    wrong = rng.uniform(size=n) < shrunk
+    labels = np.where(wrong, predicted, 1 - predicted)
+    assert metrics.ece(probs, labels) == pytest.approx(np.mean(conf - shrunk), abs=0.01)
+
+
+def _auroc_brute_force(scores: np.ndarray, positives: np.ndarray) -> float:
+    pos, neg = scores[positives], scores[~positives]
+    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
+    return wins / (len(pos) * len(neg))
+
+
+def test_auroc_against_pairwise_count() -> None:
+    rng = np.random.default_rng(2)
+    for _ in range(5):
+        scores = rng.integers(0, 6, 80).astype(float)  # many ties
+        positives = rng.uniform(size=80) < 0.3
+        assert metrics.auroc(scores, positives) == pytest.approx(_auroc_brute_force(scores, positives))
+
+
+def test_auroc_edge_cases() -> None:
+    assert metrics.auroc(np.array([0.1, 0.2, 0.8, 0.9]), np.array([0, 0, 1, 1], bool)) == 1.0
+    assert metrics.auroc(np.array([0.9, 0.8, 0.2, 0.1]), np.array([0, 0, 1, 1], bool)) == 0.0
+    assert metrics.auroc(np.ones(4), np.array([0, 1, 0, 1], bool)) == 0.5
+    assert math.isnan(metrics.auroc(np.arange(3.0), np.zeros(3, bool)))
+
+
+def test_spearman_matches_scipy_and_handles_constants() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=50)
+    y = x + rng.normal(size=50)
+    assert metrics.spearman(x, y) == pytest.approx(stats.spearmanr(x, y).statistic)
+    assert metrics.spearman(x, -x) == pytest.approx(-1.0)
+    assert math.isnan(metrics.spearman(x, np.ones(50)))  # and no ConstantInputWarning (errors here)
+
+
+def test_entropies_by_hand() -> None:
+    np.testing.assert_allclose(
+        metrics.predictive_entropy(np.array([[0.5, 0.5], [1.0, 0.0]])), [math.log(2), 0.0]
+    )
+    # Two confident samples that disagree: total log 2, none of it aleatoric, all epistemic.
+    disagree = np.array([[[1.0, 0.0], [0.0, 1.0]]])
+    np.testing.assert_allclose(metrics.expected_entropy(disagree), [0.0])
+    np.testing.assert_allclose(metrics.mutual_information(disagree), [math.log(2)])
+    # Identical samples: no epistemic part.
+    same = np.array([[[0.7, 0.3], [0.7, 0.3]]])
+    np.testing.assert_allclose(metrics.mutual_information(same), [0.0], atol=1e-15)
+
+
+def test_entropy_decomposition_identity() -> None:
+    rng = np.random.default_rng(4)
+    samples = rng.dirichlet([0.7, 0.7, 0.7], size=(40, 16))
+    total = metrics.predictive_entropy(samples)
+    aleatoric = metrics.expected_entropy(samples)
+    epistemic = metrics.mutual_information(samples)
+    assert np.all(epistemic >= 0) and np.all(total <= math.log(3) + 1e-12)
+    np.testing.assert_allclose(total, aleatoric + epistemic, atol=1e-12)
+    with pytest.raises(ValueError):
+        metrics.expected_entropy(samples[:, 0])
+
+
+def _two_models(n: int, acc_a: float, acc_b: float, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 2, n)
+    shared = rng.uniform(size=n)  # a common difficulty, as on a real test set: a and b are correlated
+
+    def model(acc: float) -> np.ndarray:
+        right = shared < acc
+        p_true = np.where(right, 0.8, 0.2)
+        p_pos = np.where(labels == 1, p_true, 1 - p_true)
+        return np.stack([1 - p_pos, p_pos], axis=1)
+
+    return model(acc_a), model(acc_b), labels
+
+
+def test_paired_bootstrap_covers_the_true_difference() -> None:
+    a, b, labels = _two_models(4000, 0.80, 0.70, seed=5)
+    diff, lo, hi = metrics.paired_bootstrap(metrics.accuracy, a, b, labels, n_boot=300, seed=0)
+    assert diff == pytest.approx(metrics.accuracy(a, labels) - metrics.accuracy(b, labels))
+    assert lo <= 0.10 <= hi and lo <= diff <= hi
+    assert hi - lo < 0.05
+    assert metrics.paired_bootstrap(metrics.accuracy, a, b, labels, n_boot=300, seed=0) == (diff, lo, hi)
+    assert metrics.paired_bootstrap(metrics.accuracy, a, b, labels, n_boot=300, seed=1) != (diff, lo, hi)
+
+
+def test_paired_bootstrap_of_a_model_with_itself_is_zero() -> None:
+    a, _, labels = _two_models(200, 0.8, 0.8, seed=6)
+    assert metrics.paired_bootstrap(metrics.nll, a, a, labels, n_boot=50) == (0.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="must align"):
+        metrics.paired_bootstrap(metrics.nll, a, a[:-1], labels)
