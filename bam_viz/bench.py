@@ -1,0 +1,100 @@
+"""`python -m bam_viz bench`: explain() latency and what batching the samples buys, in one run.
+
+Medians over repeated runs on this machine, all measured in the same process so that ratios
+compare like with like. A benchmark, not a test: shared machines are noisy.
+"""
+
+from __future__ import annotations
+
+import platform
+import statistics
+import time
+
+import torch
+
+SENTENCE = ("The acting is superb and the story moves quickly, yet the ending feels rushed and "
+            "strangely hollow.")
+
+
+def add_bench_args(p):
+    p.add_argument("--model", default="bam-wc")
+    p.add_argument("--samples", type=int, default=32)
+    p.add_argument("--repeats", type=int, default=30)
+    p.add_argument("--tokens", type=int, default=24, help="sentence length in word pieces, [CLS]/[SEP] included")
+    p.add_argument("--json", default=None, help="also write the figures to this file")
+
+
+def _median_ms(fn, repeats: int) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return 1000 * statistics.median(times)
+
+
+def sentence_of_length(model, n_tokens: int) -> str:
+    """A natural sentence cut to exactly n_tokens word pieces (with [CLS] and [SEP])."""
+    words = (SENTENCE + " ") * 8
+    words = words.split()
+    for i in range(1, len(words) + 1):
+        text = " ".join(words[:i])
+        if len(model.tokenize(text)) >= n_tokens:
+            return text
+    return SENTENCE
+
+
+def run_bench(args) -> dict:
+    import json
+
+    import bam_viz
+
+    model = bam_viz.load(args.model)
+    S = args.samples
+    text = sentence_of_length(model, args.tokens)
+    tokens = model.tokenize(text)
+
+    def explain_warm():  # a slider move: tokens and lower layers come from the cache
+        model.explain(text, n_samples=S, seed=1, shape_k=7.0)
+
+    def explain_cold():  # a new sentence: nothing cached
+        model._lower_cache.clear()
+        model.explain(text, n_samples=S, seed=1)
+
+    ids = torch.tensor([model.tokenizer.encode(text)[0]], device=model.device)
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    with torch.inference_mode():
+        x, _ = model.lower(ids, mask)
+        g = torch.Generator(device=model.device).manual_seed(0)
+
+        def batched():
+            model.upper(x, mask, n_samples=S, generator=g)
+
+        def looped():
+            for _ in range(S):
+                model.upper(x, mask, n_samples=1, generator=g)
+
+        def deterministic():
+            model.upper(x, mask, mode="mean")
+
+        figures = {
+            "explain_warm_ms": _median_ms(explain_warm, args.repeats),
+            "explain_cold_ms": _median_ms(explain_cold, args.repeats),
+            "batched_pass_ms": _median_ms(batched, args.repeats),
+            "looped_passes_ms": _median_ms(looped, max(5, args.repeats // 3)),
+            "deterministic_pass_ms": _median_ms(deterministic, args.repeats),
+        }
+    result = {
+        "model": args.model, "n_samples": S, "tokens": len(tokens), "sentence": text,
+        "torch_threads": torch.get_num_threads(), "device": str(model.device),
+        "machine": platform.processor() or platform.machine(), "repeats": args.repeats,
+        **{k: round(v, 2) for k, v in figures.items()},
+        "speedup_batched_vs_looped": round(figures["looped_passes_ms"] / figures["batched_pass_ms"], 2),
+        "cost_batched_vs_one_deterministic": round(figures["batched_pass_ms"] / figures["deterministic_pass_ms"], 2),
+        "target_explain_ms": 150, "target_speedup": 4.0,
+    }
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+    return result

@@ -1,0 +1,155 @@
+"""The one object that stands between the library and the pages: what `explain()` returns.
+
+Every chart in the app is a pure function of an `ExplainResult`; nothing here imports Streamlit.
+Shapes: S samples, L layers, H heads, T tokens.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+
+import torch
+
+
+def entropy(probs: torch.Tensor) -> torch.Tensor:
+    """Shannon entropy (nats) along the last axis, with 0 log 0 = 0."""
+    return -(probs * probs.clamp_min(1e-30).log()).sum(-1)
+
+
+@dataclass
+class ExplainResult:
+    text: str                          # the text actually encoded (after any truncation)
+    tokens: list[str]                  # WordPiece tokens, [CLS] first and [SEP] last
+    classes: list[str]                 # ["negative", "positive"]
+    model_name: str
+    family: str                        # attention family of the stochastic layers
+    stochastic_layers: list[int]       # layers whose attention is random (the rest repeat over S)
+    hyper: dict[str, float]            # hyperparameters in effect (trained values unless overridden)
+    n_samples: int
+    seed: int
+    truncated: bool                    # True when the input was cut to the model's maximum length
+    sample_weights: torch.Tensor       # (S, L, H, T, T) sampled attention weights
+    mean_weights: torch.Tensor         # (L, H, T, T) posterior-mean attention (softmax of the scores)
+    prior_weights: torch.Tensor        # (L, H, T, T) prior mean attention (equal to mean_weights where no prior)
+    prior_sample_weights: torch.Tensor  # (S, L, H, T, T) attention drawn from the prior
+    kl: torch.Tensor                   # (L, H) KL(q || prior), summed over queries and keys
+    sample_probs: torch.Tensor         # (S, C) predictive probabilities, one row per attention sample
+    mc_probs: torch.Tensor             # (C,) E[f(z)]: mean of sample_probs
+    mean_field_probs: torch.Tensor     # (C,) f(E[z]): one pass with every stochastic layer at its mean
+    # Parameters of the unnormalised posterior q(S_ij) and of the prior p(S_ij), per layer, each
+    # (L, H, T, T) (prior ones broadcast over queries). Keys by family:
+    #   weibull:   posterior {"shape_k", "scale"}, prior {"alpha", "beta"} (Gamma concentration, rate)
+    #   lognormal: posterior {"loc", "sigma"},     prior {"loc", "sigma"}
+    #   dirichlet: posterior {"concentration"},    prior {"concentration"}  (marginals are Beta)
+    #   categorical / softmax: empty dicts
+    posterior_params: dict[str, torch.Tensor] = field(default_factory=dict)
+    prior_params: dict[str, torch.Tensor] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # plain-language notices (truncation, clipping)
+
+    # ---- summaries of the predictive distribution ------------------------------------------------
+    @property
+    def positive_index(self) -> int:
+        return self.classes.index("positive") if "positive" in self.classes else len(self.classes) - 1
+
+    @property
+    def predictive_entropy(self) -> float:
+        """H[E_z p(y|x,z)]: total uncertainty of the Monte Carlo predictive."""
+        return float(entropy(self.mc_probs))
+
+    @property
+    def expected_entropy(self) -> float:
+        """E_z H[p(y|x,z)]: the aleatoric part (Depeweg et al. 2018, eq. 5)."""
+        return float(entropy(self.sample_probs).mean())
+
+    @property
+    def mutual_information(self) -> float:
+        """I[y; z | x] = total - expected entropy: the epistemic part, due to attention uncertainty."""
+        return max(self.predictive_entropy - self.expected_entropy, 0.0)
+
+    @property
+    def gap(self) -> float:
+        """E[f(z)] - f(E[z]) for P(positive): what averaging over attention samples changes."""
+        i = self.positive_index
+        return float(self.mc_probs[i] - self.mean_field_probs[i])
+
+    @property
+    def spread(self) -> torch.Tensor:
+        """(L, H) mean over queries and keys of the standard deviation of sampled weights."""
+        if self.sample_weights.shape[0] < 2:
+            return torch.zeros(self.kl.shape)
+        return self.sample_weights.std(0).mean((-1, -2))
+
+    def key_densities(self, layer: int, head: int, query: int, key: int, n_points: int = 200):
+        """Densities of the unnormalised score S_ij under q and under the prior, for one key.
+
+        Returns a dict with `x`, `posterior`, `prior` (numpy arrays) and `label`, or None for
+        families without a continuous density (softmax, categorical). For Dirichlet the density is
+        of the weight itself: its marginal is Beta(a_j, a_0 - a_j).
+        """
+        import numpy as np
+
+        from bam_viz.attention import key_marginals
+
+        if not self.posterior_params or layer not in self.stochastic_layers:
+            return None
+        q, p = key_marginals(
+            self.family,
+            {k: v[layer, head, query] for k, v in self.posterior_params.items()},
+            {k: v[layer, head, query] for k, v in self.prior_params.items()},
+            key,
+        )
+        # One grid covering the bulk of both densities, from their quantiles.
+        lo = min(q.ppf(0.005), p.ppf(0.005))
+        hi = max(q.ppf(0.995), p.ppf(0.995))
+        if not (np.isfinite(lo) and np.isfinite(hi)) or hi <= lo:
+            lo, hi = 0.0, 1.0
+        x = np.linspace(lo, hi, n_points)
+        with np.errstate(all="ignore"):
+            qpdf, ppdf = q.pdf(x), p.pdf(x)
+        return {
+            "x": x,
+            "posterior": np.nan_to_num(qpdf, nan=0.0, posinf=0.0),
+            "prior": np.nan_to_num(ppdf, nan=0.0, posinf=0.0),
+            "label": "weight w_ij" if self.family == "dirichlet" else "unnormalised score S_ij",
+        }
+
+    # ---- export ---------------------------------------------------------------------------------
+    def to_json(self) -> dict:
+        """Everything needed to redraw the page, as plain lists (for the download button)."""
+        def lst(t: torch.Tensor):
+            return t.detach().cpu().double().tolist()
+
+        return {
+            "text": self.text, "tokens": self.tokens, "classes": self.classes,
+            "model": self.model_name, "family": self.family,
+            "stochastic_layers": self.stochastic_layers, "hyper": self.hyper,
+            "n_samples": self.n_samples, "seed": self.seed, "truncated": self.truncated,
+            "mc_probs": lst(self.mc_probs), "mean_field_probs": lst(self.mean_field_probs),
+            "gap": self.gap, "predictive_entropy": self.predictive_entropy,
+            "expected_entropy": self.expected_entropy, "mutual_information": self.mutual_information,
+            "sample_probs": lst(self.sample_probs), "kl": lst(self.kl),
+            "mean_weights": lst(self.mean_weights), "prior_weights": lst(self.prior_weights),
+            "sample_weights": lst(self.sample_weights),
+            "prior_sample_weights": lst(self.prior_sample_weights),
+            "notes": self.notes,
+        }
+
+    def weights_csv(self) -> str:
+        """Sampled weights in long form: sample, layer, head, query, key, tokens, weight."""
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow(["sample", "layer", "head", "query", "key", "query_token", "key_token", "weight"])
+        sw = self.sample_weights.detach().cpu()
+        S, L, H, T, _ = sw.shape
+        flat = sw.reshape(-1).tolist()
+        i = 0
+        for s in range(S):
+            for layer in range(L):
+                for h in range(H):
+                    for q in range(T):
+                        for k in range(T):
+                            w.writerow([s, layer, h, q, k, self.tokens[q], self.tokens[k], f"{flat[i]:.6g}"])
+                            i += 1
+        return buf.getvalue()

@@ -1,0 +1,62 @@
+"""The compact BERT reproduces all-MiniLM-L6-v2 and refuses weights that are not the genuine file."""
+
+import shutil
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from bam_viz.encoder import MINILM_SHA256, Bert, Tokenizer, load_minilm_state, mean_pool, minilm_dir
+
+
+@pytest.fixture(scope="module")
+def bert():
+    return Bert.from_minilm().eval()
+
+
+def embed(bert, texts):
+    ids, mask = Tokenizer().batch(texts)
+    with torch.inference_mode():
+        return F.normalize(mean_pool(bert(ids, mask), mask), dim=-1)
+
+
+def test_reproduces_the_reference_sentence_similarity(bert):
+    e = embed(bert, ["A man is eating food.", "A man is eating a piece of bread.", "The stock market crashed today."])
+    close, far = float(e[0] @ e[1]), float(e[0] @ e[2])
+    assert abs(close - 0.755) <= 0.005
+    assert far < 0.2
+
+
+def test_padding_does_not_change_the_embedding(bert):
+    short, long = "Good film.", "A much longer sentence that forces the short one to be padded a lot."
+    alone = embed(bert, [short])
+    batched = embed(bert, [short, long])
+    torch.testing.assert_close(alone[0], batched[0], atol=1e-5, rtol=0)
+
+
+def test_refuses_a_file_whose_hash_differs(tmp_path):
+    fake = tmp_path / "model.safetensors"
+    shutil.copy(minilm_dir() / "model.safetensors", fake)
+    with open(fake, "r+b") as f:  # flip one byte deep inside the tensors
+        f.seek(10_000_000)
+        b = f.read(1)
+        f.seek(10_000_000)
+        f.write(bytes([b[0] ^ 0xFF]))
+    with pytest.raises(ValueError, match="refusing to load"):
+        load_minilm_state(str(fake), MINILM_SHA256)
+
+
+def test_state_loads_strictly():
+    state = load_minilm_state()
+    assert not any(k.startswith("pooler.") for k in state) and "embeddings.position_ids" not in state
+    model = Bert()
+    own = {k for k in model.state_dict() if ".prior_net." not in k}
+    assert own == set(state)
+
+
+def test_tokenizer_truncates_and_reports_it():
+    tok = Tokenizer(max_tokens=16)
+    ids, tokens, truncated = tok.encode("word " * 100)
+    assert truncated and len(ids) == 16 and tokens[0] == "[CLS]" and tokens[-1] == "[SEP]"
+    ids, tokens, truncated = tok.encode("short one")
+    assert not truncated and tokens == ["[CLS]", "short", "one", "[SEP]"]

@@ -1,0 +1,154 @@
+"""The classifier's contracts: explain() shapes and meaning, seeds, caching, padding, training signal.
+
+Built from the recipes with fresh (untrained) adapters, so these tests do not depend on the zoo.
+"""
+
+import pytest
+import torch
+
+from bam_viz.model import BamClassifier
+from bam_viz.train import loss_terms
+from bam_viz.zoo import RECIPES
+
+TEXT = "Not the best film of the year, but the cast is wonderful."
+FAMILIES = ["softmax", "mc-dropout", "bam-wc", "bam-lc", "dirichlet", "categorical"]
+
+
+@pytest.fixture(scope="module")
+def models():
+    torch.manual_seed(0)
+    out = {}
+    for name in FAMILIES:
+        m = BamClassifier(RECIPES[name]).eval()
+        # Untrained LoRA starts at zero; perturb the head so predictions are not all 50/50.
+        torch.nn.init.normal_(m.head.weight, std=0.5)
+        out[name] = m
+    return out
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_explain_contract(models, name):
+    m = models[name]
+    r = m.explain(TEXT, n_samples=6, seed=3)
+    T, L, H = len(r.tokens), m.n_layers, m.n_heads
+    assert r.tokens[0] == "[CLS]" and r.tokens[-1] == "[SEP]"
+    assert r.classes == ["negative", "positive"]
+    assert r.sample_weights.shape == r.prior_sample_weights.shape == (6, L, H, T, T)
+    assert r.mean_weights.shape == r.prior_weights.shape == (L, H, T, T)
+    assert r.kl.shape == (L, H) and r.sample_probs.shape == (6, 2)
+    for w in (r.sample_weights, r.prior_sample_weights, r.mean_weights, r.prior_weights):
+        assert torch.isfinite(w).all()
+        if w.dim() == 5 and m.config.mc_dropout:
+            # Dropout on the weights: in layer 0 (same input for every sample) each weight is
+            # either dropped or the mean weight rescaled by 1 / (1 - p).
+            kept = r.mean_weights[0].expand_as(w[:, 0]) / (1 - m.config.dropout)
+            assert torch.all((w[:, 0] == 0) | torch.isclose(w[:, 0], kept, atol=1e-6))
+            continue
+        torch.testing.assert_close(w.sum(-1), torch.ones(w.shape[:-1]), atol=1e-5, rtol=0)
+    torch.testing.assert_close(r.mc_probs, r.sample_probs.mean(0))
+    torch.testing.assert_close(r.mean_field_probs, m.predict_mean_field([TEXT])[0], atol=1e-5, rtol=0)
+    # Deterministic layers repeat their weights over the samples.
+    for layer in range(L):
+        if layer not in r.stochastic_layers:
+            assert torch.equal(r.sample_weights[:, layer], r.sample_weights[:1, layer].expand_as(r.sample_weights[:, layer]))
+    if m.stochastic:
+        top = max(r.stochastic_layers)
+        assert r.sample_weights[:, top].std(0).max() > 0
+    assert r.to_json()["tokens"] == r.tokens
+    assert r.weights_csv().count("\n") == 1 + 6 * L * H * T * T
+
+
+@pytest.mark.parametrize("name", ["bam-wc", "bam-lc", "dirichlet", "categorical", "mc-dropout"])
+def test_same_seed_same_result_other_seed_other_samples(models, name):
+    m = models[name]
+    a, b, c = m.explain(TEXT, 8, seed=1), m.explain(TEXT, 8, seed=1), m.explain(TEXT, 8, seed=2)
+    assert torch.equal(a.sample_weights, b.sample_weights) and torch.equal(a.sample_probs, b.sample_probs)
+    assert not torch.equal(a.sample_weights, c.sample_weights)
+
+
+def test_softmax_is_deterministic(models):
+    m = models["softmax"]
+    a, b = m.explain(TEXT, 4, seed=1), m.explain(TEXT, 4, seed=2)
+    assert torch.equal(a.sample_probs, b.sample_probs)
+    torch.testing.assert_close(a.mc_probs, a.mean_field_probs)
+    assert not m.stochastic and m.hyper_names == []
+
+
+def test_sliders_change_the_samples_not_the_weights(models):
+    m = models["bam-wc"]
+    before = {k: v.clone() for k, v in m.state_dict().items()}
+    wide = m.explain(TEXT, 16, seed=0, shape_k=0.5)
+    narrow = m.explain(TEXT, 16, seed=0, shape_k=500.0)
+    assert wide.spread[3:].mean() > 5 * narrow.spread[3:].mean()
+    assert wide.hyper["shape_k"] == 0.5 and narrow.hyper["beta"] == RECIPES["bam-wc"].attention.beta
+    assert all(torch.equal(v, before[k]) for k, v in m.state_dict().items())
+    # beta moves only the prior: posterior draws are unchanged, prior draws are not.
+    lo, hi = m.explain(TEXT, 16, seed=0, beta=1e-3), m.explain(TEXT, 16, seed=0, beta=1e3)
+    torch.testing.assert_close(lo.mean_weights, hi.mean_weights)
+    assert not torch.allclose(lo.prior_sample_weights[:, 3:], hi.prior_sample_weights[:, 3:])
+
+
+def test_lower_layers_are_cached_per_text(models, monkeypatch):
+    m = models["bam-wc"]
+    m._lower_cache.clear()
+    calls = []
+    original = m.lower
+    monkeypatch.setattr(m, "lower", lambda *a, **k: calls.append(1) or original(*a, **k))
+    m.explain(TEXT, 4, seed=0)
+    m.explain(TEXT, 4, seed=0, shape_k=3.0)
+    m.explain(TEXT, 4, seed=5, beta=7.0)
+    assert len(calls) == 1
+
+
+def test_padding_in_a_batch_changes_nothing(models):
+    m = models["bam-lc"]
+    texts = ["Great.", "An overlong, meandering and ultimately pointless exercise in style over substance."]
+    batched = m.predict_mean_field(texts)
+    alone = torch.cat([m.predict_mean_field([t]) for t in texts])
+    torch.testing.assert_close(batched, alone, atol=1e-5, rtol=0)
+
+
+def test_predict_is_the_mean_of_sampled_predictions(models):
+    m = models["bam-wc"]
+    s = m.predict_samples([TEXT, "Dreadful."], n_samples=5, seed=0)
+    assert s.shape == (2, 5, 2)
+    torch.testing.assert_close(m.predict([TEXT, "Dreadful."], n_samples=5, seed=0), s.mean(1))
+
+
+def test_categorical_enumeration_equals_the_monte_carlo_limit(models):
+    m = models["categorical"]
+    ids, mask = m.tokenizer.batch([TEXT])
+    with torch.inference_mode():
+        x, _ = m.lower(ids, mask)
+        log_marginal, log_pz, log_lik = m.upper(x, mask, mode="enumerate")
+    exact = log_marginal.exp()[0]
+    torch.testing.assert_close(exact.sum(), torch.tensor(1.0))
+    mc = m.predict_samples([TEXT], n_samples=4000, seed=0)[0].mean(0)
+    assert (mc - exact).abs().max() < 0.01
+
+
+def test_empty_text_is_refused_and_long_text_truncated(models):
+    m = models["bam-wc"]
+    with pytest.raises(ValueError, match="empty"):
+        m.explain("   \n ")
+    r = m.explain("good " * 400, n_samples=2)
+    assert r.truncated and len(r.tokens) == m.max_tokens and r.notes
+
+
+@pytest.mark.parametrize("name", ["bam-wc", "bam-lc", "dirichlet", "categorical", "softmax"])
+def test_training_loss_reaches_adapters_head_and_priors(models, name):
+    m = models[name].train()
+    try:
+        ids, mask = m.tokenizer.batch([TEXT, "Dreadful."])
+        nll, kl = loss_terms(m, ids, mask, torch.tensor([1, 0]), torch.Generator().manual_seed(0))
+        (nll + 0.1 * kl).backward()
+        grads = {n: p.grad for n, p in m.named_parameters() if p.requires_grad}
+        assert grads["head.weight"].abs().sum() > 0
+        # B starts at zero (Hu et al. 2022), so the first gradient reaches B, not A.
+        assert any("lora_b" in n and g is not None and g.abs().sum() > 0 for n, g in grads.items())
+        if m.family in ("weibull", "lognormal", "dirichlet"):
+            assert kl > 0
+            assert any("prior_net" in n and g is not None and g.abs().sum() > 0 for n, g in grads.items())
+    finally:
+        m.zero_grad(set_to_none=True)
+        m.eval()
