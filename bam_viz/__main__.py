@@ -34,10 +34,11 @@ def main(argv: list[str] | None = None) -> int:
         print(train(args))
     elif args.command == "evaluate":
         from bam_viz.evaluate import run_evaluate
-        result = run_evaluate(args)
+        results = run_evaluate(args)
         if args.update_card:
             from bam_viz.zoo import update_card_metrics
-            update_card_metrics(args.model, result)
+            for result in results:
+                update_card_metrics(args.model, result)
     elif args.command == "bench":
         from bam_viz.bench import run_bench
         print(json.dumps(run_bench(args), indent=2))

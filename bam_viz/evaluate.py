@@ -92,6 +92,32 @@ class ModelPredictor:
         return _to_numpy(self.model.predict_mean_field(texts, **self.hyper))
 
 
+class MemoPredictor:
+    """Remembers each sentence's predictions, so that evaluating several corpora in one run does not
+    recompute the movie reference sentences every corpus shares. A sentence keeps the draws of the
+    first batch it was predicted in (one wrapper serves one run, hence one seed)."""
+
+    def __init__(self, predictor: Predictor) -> None:
+        self.predictor = predictor
+        self.name = predictor.name
+        self._samples: dict[tuple[str, int], np.ndarray] = {}
+        self._means: dict[str, np.ndarray] = {}
+
+    def sample_probs(self, texts: list[str], n_samples: int, seed: int) -> np.ndarray:
+        todo = [t for t in dict.fromkeys(texts) if (t, n_samples) not in self._samples]
+        if todo:
+            for t, row in zip(todo, _to_numpy(self.predictor.sample_probs(todo, n_samples, seed)), strict=True):
+                self._samples[(t, n_samples)] = row
+        return np.stack([self._samples[(t, n_samples)] for t in texts])
+
+    def mean_field_probs(self, texts: list[str]) -> np.ndarray:
+        todo = [t for t in dict.fromkeys(texts) if t not in self._means]
+        if todo:
+            for t, row in zip(todo, _to_numpy(self.predictor.mean_field_probs(todo)), strict=True):
+                self._means[t] = row
+        return np.stack([self._means[t] for t in texts])
+
+
 def _batch_seed(seed: int, start: int) -> int:
     # Each batch gets its own stream, so sentences in different batches do not share noise.
     return int(hashlib.sha256(f"{seed}:{start}".encode()).hexdigest(), 16) % (2**31)
@@ -339,7 +365,8 @@ def add_evaluate_args(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     parser.add_argument(
         "--model", required=True, help='"vader" for the rule-based baseline, else a bam_viz model'
     )
-    parser.add_argument("--corpus", choices=sorted(CORPORA), default=IN_DOMAIN)
+    parser.add_argument("--corpus", choices=[*sorted(CORPORA), "all"], default=IN_DOMAIN,
+                        help='"all" runs the four corpora in one process, sharing the reference sentences')
     parser.add_argument("--split", choices=[*SPLITS, "all"], default="test")
     parser.add_argument("--samples", type=int, default=32, help="attention samples per sentence (S)")
     parser.add_argument("--seed", type=int, default=0)
@@ -347,7 +374,8 @@ def add_evaluate_args(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     parser.add_argument(
         "--data", default=None, help="folder of the corpora (default: $BAM_VIZ_DATA or ../shared)"
     )
-    parser.add_argument("--json", default=None, metavar="OUT", help="write the full results here")
+    parser.add_argument("--json", default=None, metavar="OUT",
+                        help="write the full results here ({corpus} in the name is replaced per corpus)")
     return parser
 
 
@@ -362,26 +390,33 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def run_evaluate(args: argparse.Namespace) -> dict:
-    """Run `evaluate` from parsed CLI options, print the summary, and optionally write JSON."""
+def run_evaluate(args: argparse.Namespace) -> list[dict]:
+    """Run `evaluate` from parsed CLI options, print the summaries, and optionally write JSON."""
     if args.model == "vader":
         predictor: Predictor = VaderPredictor()
     else:
         import bam_viz  # lazily: loading a model pulls in torch and the weights
 
         predictor = ModelPredictor(bam_viz.load(args.model))
-    results = evaluate(
-        predictor,
-        corpus=args.corpus,
-        split=args.split,
-        n_samples=args.samples,
-        seed=args.seed,
-        data=args.data,
-        batch_size=getattr(args, "batch_size", 64),
-    )
-    print(summary(results))
-    if args.json:
-        out = Path(args.json)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(_jsonable(results), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
-    return results
+    predictor = MemoPredictor(predictor)
+    corpora = [IN_DOMAIN, *sorted(c for c in CORPORA if c != IN_DOMAIN)] if args.corpus == "all" else [args.corpus]
+    if args.json and len(corpora) > 1 and "{corpus}" not in args.json:
+        raise SystemExit("--corpus all needs {corpus} in the --json file name")
+    all_results = []
+    for corpus in corpora:
+        results = evaluate(
+            predictor,
+            corpus=corpus,
+            split=args.split,
+            n_samples=args.samples,
+            seed=args.seed,
+            data=args.data,
+            batch_size=getattr(args, "batch_size", 64),
+        )
+        print(summary(results))
+        if args.json:
+            out = Path(args.json.replace("{corpus}", corpus))
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(_jsonable(results), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+        all_results.append(results)
+    return all_results

@@ -169,7 +169,7 @@ def test_categorical_elbo_gap_is_kl_to_exact_posterior():
     # The bound is tight at the exact posterior.
     assert abs(float(log_py - categorical_elbo(post, log_prior, log_lik))) < 1e-12
     # And the marginal is the brute-force sum.
-    assert abs(float(log_py) - math.log(sum(math.exp(a + b) for a, b in zip(log_prior, log_lik)))) < 1e-12
+    assert abs(float(log_py) - math.log(sum(math.exp(a + b) for a, b in zip(log_prior, log_lik, strict=True)))) < 1e-12
 
 
 # ---- the layer ---------------------------------------------------------------------------------

@@ -206,7 +206,7 @@ def test_cli_loads_other_models_through_bam_viz_load(corpus_dir: Path, monkeypat
         return FakeModel()
 
     monkeypatch.setattr(bam_viz, "load", fake_load, raising=False)
-    r = ev.run_evaluate(
+    (r,) = ev.run_evaluate(
         _cli("--model", "bam-tiny", "--corpus", "amazon", "--samples", "2", "--data", str(corpus_dir))
     )
     assert loaded == ["bam-tiny"]
@@ -218,7 +218,7 @@ def test_cli_loads_other_models_through_bam_viz_load(corpus_dir: Path, monkeypat
 
 def test_vader_on_movies_test(corpus_dir: Path, tmp_path: Path, capsys) -> None:
     out = tmp_path / "results" / "vader.json"
-    r = ev.run_evaluate(_cli("--model", "vader", "--data", str(corpus_dir), "--json", str(out)))
+    (r,) = ev.run_evaluate(_cli("--model", "vader", "--data", str(corpus_dir), "--json", str(out)))
     # Hutto & Gilbert's analyser on sentence-level movie reviews: about 65.6% and rho 0.45.
     assert 0.60 <= r["mc"]["accuracy"] <= 0.71
     assert 0.38 <= r["mc"]["spearman_human_mean"] <= 0.52
@@ -228,3 +228,20 @@ def test_vader_on_movies_test(corpus_dir: Path, tmp_path: Path, capsys) -> None:
     assert saved["per_sentence"]["ids"] == r["per_sentence"]["ids"]
     printed = capsys.readouterr().out
     assert "vader on movies/test" in printed and "accuracy" in printed
+
+
+def test_all_corpora_in_one_run_share_the_reference_sentences(corpus_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    calls = []
+
+    class Counting(FakeModel):
+        def predict_samples(self, texts, **kw):
+            calls.extend(texts)
+            return super().predict_samples(texts, **kw)
+
+    monkeypatch.setattr(bam_viz, "load", lambda name: Counting(), raising=False)
+    out = tmp_path / "{corpus}.json"
+    results = ev.run_evaluate(_cli("--model", "x", "--corpus", "all", "--samples", "2", "--data",
+                                   str(corpus_dir), "--json", str(out)))
+    assert [r["corpus"] for r in results] == ["movies", "amazon", "nyt", "tweets"]
+    assert all((tmp_path / f"{c}.json").exists() for c in ("movies", "amazon", "nyt", "tweets"))
+    assert len(calls) == len(set(calls))  # every distinct sentence predicted once

@@ -50,7 +50,8 @@ def test_explain_contract(models, name):
     # Deterministic layers repeat their weights over the samples.
     for layer in range(L):
         if layer not in r.stochastic_layers:
-            assert torch.equal(r.sample_weights[:, layer], r.sample_weights[:1, layer].expand_as(r.sample_weights[:, layer]))
+            w = r.sample_weights[:, layer]
+            assert torch.equal(w, w[:1].expand_as(w))
     if m.stochastic:
         top = max(r.stochastic_layers)
         assert r.sample_weights[:, top].std(0).max() > 0
