@@ -1,0 +1,391 @@
+"""Chart builders and panel captions: each a pure function of an `ExplainResult`.
+
+Nothing here imports Streamlit. Figures are plotly `Figure`s; captions are short plain-language
+Markdown strings for classroom use. Token text never reaches plotly or Markdown unescaped: plotly
+renders a subset of HTML in labels, and Streamlit's Markdown renders emphasis, links and LaTeX.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import unicodedata
+import warnings
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from bam_viz.result import ExplainResult
+
+PRIOR_COLOUR = "#9e9e9e"
+POSTERIOR_COLOUR = "#1f77b4"
+MEAN_FIELD_COLOUR = "#d62728"
+MC_COLOUR = "#2ca02c"
+DETERMINISTIC_COLOUR = "#e0e0e0"
+MAX_TICK_TOKENS = 40          # above this many tokens, heatmap tick labels are hidden (hover keeps them)
+LN2 = math.log(2.0)
+
+
+# ---- token text ---------------------------------------------------------------------------------
+def display_token(token: str) -> str:
+    """The token as visible text: control, format and separator characters become \\uXXXX.
+
+    Zero-width spaces, bidi marks and control characters would otherwise be invisible or reorder
+    their neighbours; an empty token would leave a blank label.
+    """
+    out = []
+    for ch in token:
+        if unicodedata.category(ch) in {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return "".join(out) or "\u2205"
+
+
+def axis_labels(tokens: list[str]) -> list[str]:
+    """Unique, HTML-escaped labels for plotly category axes: a repeated token becomes "3·the"."""
+    seen: dict[str, int] = {}
+    for t in tokens:
+        seen[t] = seen.get(t, 0) + 1
+    labels = []
+    for i, t in enumerate(tokens):
+        text = html.escape(display_token(t), quote=False)
+        labels.append(f"{i}·{text}" if seen[t] > 1 else text)
+    # Distinct tokens can still collide after escaping ("\u200b" typed literally vs the character).
+    if len(set(labels)) < len(labels):
+        labels = [f"{i}·{label}" for i, label in enumerate(labels)]
+    return labels
+
+
+_MD_SPECIAL = set("\\`*_{}[]()<>#+-.!|$:~=")
+
+
+def md_escape(text: str) -> str:
+    """Backslash-escape Markdown (and Streamlit's `$` LaTeX, `:colour[]`) so text shows as typed."""
+    return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in text)
+
+
+def token_option(tokens: list[str], i: int) -> str:
+    """A token as a selectbox option: index and visible text (Streamlit shows options as text)."""
+    return f"{i}: {display_token(tokens[i])}"
+
+
+# ---- helpers ------------------------------------------------------------------------------------
+def _np(t) -> np.ndarray:
+    """Finite float64 array: slider extremes may produce inf/NaN, and plotly draws those as blanks."""
+    a = np.asarray(t.detach().cpu().double() if hasattr(t, "detach") else t, dtype=np.float64)
+    return np.nan_to_num(a, nan=0.0, posinf=np.finfo(np.float32).max, neginf=0.0)
+
+
+def _message_figure(message: str, height: int = 380) -> go.Figure:
+    fig = go.Figure()
+    fig.add_annotation(text=html.escape(message), showarrow=False, x=0.5, y=0.5,
+                       xref="paper", yref="paper", font={"size": 14})
+    fig.update_layout(height=height, xaxis={"visible": False}, yaxis={"visible": False},
+                      margin={"l": 10, "r": 10, "t": 30, "b": 10})
+    return fig
+
+
+def _finish(fig: go.Figure, title: str, height: int, legend: bool = True) -> go.Figure:
+    """Shared layout: title at the top, legend under it, margins that grow to fit the labels."""
+    fig.update_layout(
+        height=height, margin={"l": 10, "r": 10, "t": 80 if legend else 50, "b": 10},
+        title={"text": title, "font": {"size": 14}, "y": 0.98, "yref": "container", "yanchor": "top"},
+        legend={"orientation": "h", "y": 1.02, "x": 0, "xanchor": "left", "yanchor": "bottom"},
+        paper_bgcolor="white", plot_bgcolor="white",
+    )
+    fig.update_xaxes(automargin=True, gridcolor="#eeeeee", zerolinecolor="#cccccc")
+    fig.update_yaxes(automargin=True, gridcolor="#eeeeee", zerolinecolor="#cccccc")
+    return fig
+
+
+def is_stochastic(result: ExplainResult, layer: int) -> bool:
+    return layer in result.stochastic_layers
+
+
+def _clip(i: int, n: int) -> int:
+    return min(max(int(i), 0), n - 1)
+
+
+# ---- panel 1: prior vs posterior ---------------------------------------------------------------
+def prior_posterior_figure(result: ExplainResult, layer: int, head: int, query: int) -> go.Figure:
+    """Per key: prior mean pi_j and posterior mean, each with the 5-95% band of sampled weights."""
+    T = len(result.tokens)
+    query = _clip(query, T)
+    keys = axis_labels(result.tokens)
+    prior_mean = _np(result.prior_weights[layer, head, query])                 # (T,)
+    post_mean = _np(result.mean_weights[layer, head, query])                   # (T,)
+    prior_draws = _np(result.prior_sample_weights[:, layer, head, query])      # (S, T)
+    post_draws = _np(result.sample_weights[:, layer, head, query])             # (S, T)
+    fig = go.Figure()
+    for name, mean, draws, colour in (
+        ("prior mean π_j", prior_mean, prior_draws, PRIOR_COLOUR),
+        ("posterior mean", post_mean, post_draws, POSTERIOR_COLOUR),
+    ):
+        lo, hi = np.quantile(draws, [0.05, 0.95], axis=0)                       # (T,), (T,)
+        fig.add_trace(go.Bar(
+            name=name, x=keys, y=mean, marker_color=colour,
+            error_y={"type": "data", "symmetric": False, "array": np.maximum(hi - mean, 0.0),
+                     "arrayminus": np.maximum(mean - lo, 0.0), "thickness": 1.5},
+            customdata=np.stack([lo, hi], -1),
+            hovertemplate="key %{x}<br>mean %{y:.3f}<br>5–95%: %{customdata[0]:.3f}–%{customdata[1]:.3f}"
+                          f"<extra>{name}</extra>",
+        ))
+    fig.update_layout(
+        barmode="group", yaxis={"title": "attention weight", "rangemode": "tozero"},
+        xaxis={"type": "category", "tickangle": -45, "showticklabels": T <= 2 * MAX_TICK_TOKENS},
+    )
+    return _finish(fig, f"Query {keys[query]}: attention to each key (layer {layer}, head {head})", 380)
+
+
+def key_density_figure(result: ExplainResult, layer: int, head: int, query: int, key: int) -> go.Figure:
+    """Densities of q(S_ij) and of the prior p(S_ij) for one query-key pair."""
+    T = len(result.tokens)
+    query, key = _clip(query, T), _clip(key, T)
+    if not is_stochastic(result, layer):
+        return _message_figure(f"Layer {layer} is deterministic: its attention has no distribution.")
+    try:
+        # Extreme parameters (tiny Dirichlet concentrations, k at the slider's ends) can overflow
+        # SciPy's pdf; the plot then says so rather than taking the page down.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            densities = result.key_densities(layer, head, query, key)
+    except (ArithmeticError, ValueError) as err:
+        return _message_figure(f"The density cannot be drawn for these values ({err}).")
+    if densities is None:
+        return _message_figure(
+            f"{result.family} attention has no continuous density: "
+            "its samples are shown in the bars and maps instead.")
+    labels = axis_labels(result.tokens)
+    fig = go.Figure()
+    x = _np(densities["x"])
+    fig.add_trace(go.Scatter(x=x, y=_np(densities["prior"]), name="prior", mode="lines",
+                             line={"color": PRIOR_COLOUR, "dash": "dash", "width": 2},
+                             fill="tozeroy", fillcolor="rgba(158,158,158,0.2)"))
+    fig.add_trace(go.Scatter(x=x, y=_np(densities["posterior"]), name="posterior q", mode="lines",
+                             line={"color": POSTERIOR_COLOUR, "width": 2},
+                             fill="tozeroy", fillcolor="rgba(31,119,180,0.2)"))
+    fig.update_layout(xaxis={"title": densities["label"]},
+                      yaxis={"title": "density", "rangemode": "tozero"})
+    return _finish(fig, f"{labels[query]} → {labels[key]}: {densities['label']}", 380)
+
+
+# ---- panel 2: sampled attention maps -----------------------------------------------------------
+def sampled_maps_figure(result: ExplainResult, layer: int, head: int, n_show: int = 6) -> go.Figure:
+    """The mean map, the per-cell standard deviation, then `n_show` sampled maps (queries down)."""
+    sw = _np(result.sample_weights[:, layer, head])                           # (S, T, T)
+    S, T = sw.shape[0], sw.shape[-1]
+    n_show = max(0, min(n_show, S))
+    mean = _np(result.mean_weights[layer, head])                               # (T, T)
+    # ddof=1 as in torch.std, so the map agrees with `result.spread`.
+    std = sw.std(0, ddof=1) if S > 1 else np.zeros_like(mean)                   # (T, T)
+    panels = [("mean (posterior)", mean, "coloraxis"), (f"std over {S} samples", std, "coloraxis2")]
+    panels += [(f"sample {s + 1}", sw[s], "coloraxis") for s in range(n_show)]
+    cols = 4
+    rows = math.ceil(len(panels) / cols)
+    show = T <= MAX_TICK_TOKENS
+    gap = (0.16 if show else 0.06) if rows > 1 else 0.0          # room for the tick labels between rows
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[p[0] for p in panels],
+                        horizontal_spacing=0.03, vertical_spacing=gap)
+    labels = axis_labels(result.tokens)
+    for i, (title, z, axis) in enumerate(panels):
+        fig.add_trace(go.Heatmap(
+            z=z, x=labels, y=labels, coloraxis=axis, name=title,
+            hovertemplate="query %{y}<br>key %{x}<br>%{z:.3f}<extra>" + title + "</extra>",
+        ), row=i // cols + 1, col=i % cols + 1)
+    fig.update_xaxes(type="category", showticklabels=show, tickangle=-60, tickfont={"size": 9})
+    fig.update_yaxes(type="category", showticklabels=False, autorange="reversed", tickfont={"size": 9})
+    for r in range(rows):
+        fig.update_yaxes(showticklabels=show, row=r + 1, col=1)
+    wmax = max(float(max(sw.max(initial=0.0), mean.max(initial=0.0))), 1e-6)
+    smax = max(float(std.max(initial=0.0)), 1e-6)
+    _finish(fig, f"Layer {layer}, head {head}: attention maps (rows: queries, columns: keys)",
+            280 * rows + 80, legend=False)
+    fig.update_layout(
+        coloraxis={"colorscale": "Blues", "cmin": 0.0, "cmax": wmax,
+                   "colorbar": {"title": {"text": "weight"}, "x": 1.0, "len": 0.45, "y": 0.77}},
+        coloraxis2={"colorscale": "Oranges", "cmin": 0.0, "cmax": smax,
+                    "colorbar": {"title": {"text": "std"}, "x": 1.0, "len": 0.45, "y": 0.23}},
+    )
+    return fig
+
+
+# ---- panel 3: the prediction --------------------------------------------------------------------
+def prediction_figure(result: ExplainResult, bins: int = 20) -> go.Figure:
+    """Histogram of P(positive) over attention samples, with f(E[z]) and E[f(z)] marked."""
+    i = result.positive_index
+    p = np.clip(_np(result.sample_probs[:, i]), 0.0, 1.0)                     # (S,)
+    counts, edges = np.histogram(p, bins=bins, range=(0.0, 1.0))
+    centres = (edges[:-1] + edges[1:]) / 2
+    top = max(int(counts.max(initial=0)), 1) * 1.15
+    mf, mc = float(_np(result.mean_field_probs)[i]), float(_np(result.mc_probs)[i])
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=centres, y=counts, width=edges[1] - edges[0], name="attention samples",
+                         marker_color=POSTERIOR_COLOUR, opacity=0.6,
+                         hovertemplate="P(positive) ≈ %{x:.2f}<br>%{y} samples<extra></extra>"))
+    fig.add_trace(go.Scatter(x=p, y=np.full_like(p, -0.04 * top), mode="markers", name="each sample",
+                             marker={"symbol": "line-ns-open", "size": 10, "color": POSTERIOR_COLOUR},
+                             hovertemplate="%{x:.3f}<extra>sample</extra>", showlegend=False))
+    for name, x, colour, dash in (("f(E[z]): mean attention", mf, MEAN_FIELD_COLOUR, "dash"),
+                                  ("E[f(z)]: average over samples", mc, MC_COLOUR, "solid")):
+        fig.add_trace(go.Scatter(x=[x, x], y=[0.0, top], mode="lines", name=name,
+                                 line={"color": colour, "dash": dash, "width": 3},
+                                 hovertemplate=f"{x:.3f}<extra>{name}</extra>"))
+    fig.add_vline(x=0.5, line={"color": "#bbbbbb", "width": 1, "dash": "dot"})
+    fig.update_layout(
+        bargap=0.05, xaxis={"title": "P(positive)", "range": [-0.02, 1.02]},
+        yaxis={"title": "number of samples", "range": [-0.08 * top, top]},
+    )
+    return _finish(fig, f"P(positive) across {result.n_samples} attention samples", 340)
+
+
+def entropy_figure(result: ExplainResult) -> go.Figure:
+    """Total predictive entropy as one bar: expected entropy (aleatoric) + mutual information."""
+    aleatoric = float(np.nan_to_num(result.expected_entropy))
+    epistemic = float(np.nan_to_num(result.mutual_information))
+    fig = go.Figure()
+    for name, value, colour in (("aleatoric: expected entropy", aleatoric, "#8c9eff"),
+                                ("epistemic: mutual information", epistemic, "#ff8a65")):
+        fig.add_trace(go.Bar(y=["uncertainty"], x=[max(value, 0.0)], name=name, orientation="h",
+                             marker_color=colour, text=[f"{value:.3f}"], textposition="inside",
+                             hovertemplate=f"{name}: {value:.4f} nats<extra></extra>"))
+    fig.update_layout(barmode="stack", yaxis={"visible": False},
+                      xaxis={"range": [0, max(LN2, aleatoric + epistemic) * 1.02]})
+    total = aleatoric + epistemic
+    return _finish(fig, f"Total predictive entropy {total:.3f} nats (at most ln 2 = {LN2:.3f})", 190)
+
+
+# ---- panel 4: where the uncertainty lives ------------------------------------------------------
+def layer_head_figure(result: ExplainResult, which: str = "spread",
+                      selected: tuple[int, int] | None = None) -> go.Figure:
+    """Layers x heads heatmap of attention spread or of KL(q || prior); deterministic layers greyed.
+
+    KL is coloured on log10(1 + KL) so one huge value does not wash out the rest; hover shows the
+    value itself.
+    """
+    if which == "spread":
+        values, title = _np(result.spread), "attention spread (mean std of sampled weights)"
+    elif which == "kl":
+        values, title = _np(result.kl), "KL(q ‖ prior), summed over queries and keys"
+    else:
+        raise ValueError(f"which must be 'spread' or 'kl', not {which!r}")
+    L, H = values.shape
+    heads = [f"head {h}" for h in range(H)]
+    row = [f"layer {layer}" if is_stochastic(result, layer) else f"layer {layer} (deterministic)"
+           for layer in range(L)]
+    stochastic = [layer for layer in range(L) if is_stochastic(result, layer)]
+    deterministic = [layer for layer in range(L) if not is_stochastic(result, layer)]
+    fig = go.Figure()
+    if stochastic:
+        v = values[stochastic]                                                  # (Ls, H)
+        colour = np.log10(1.0 + np.maximum(v, 0.0)) if which == "kl" else v
+        cmax = max(float(colour.max(initial=0.0)), 1e-6)
+        ticks = np.linspace(0.0, cmax, 5)
+        fig.add_trace(go.Heatmap(
+            z=colour, x=heads, y=[row[layer] for layer in stochastic], customdata=v, name=which,
+            zmin=0.0, zmax=cmax, colorscale="Viridis",
+            colorbar={"title": {"text": "KL" if which == "kl" else "spread"}, "tickvals": ticks,
+                      "ticktext": [f"{10**t - 1:.3g}" if which == "kl" else f"{t:.3g}" for t in ticks]},
+            hovertemplate="%{y}, %{x}<br>%{customdata:.4g}<extra></extra>",
+        ))
+    if deterministic:
+        fig.add_trace(go.Heatmap(
+            z=np.zeros((len(deterministic), H)), x=heads, y=[row[layer] for layer in deterministic],
+            name="deterministic", colorscale=[[0, DETERMINISTIC_COLOUR], [1, DETERMINISTIC_COLOUR]],
+            showscale=False, text=[["det."] * H for _ in deterministic], texttemplate="%{text}",
+            textfont={"color": "#757575", "size": 10},
+            hovertemplate="%{y}: ordinary softmax attention, no randomness<extra></extra>",
+        ))
+    if selected is not None and 0 <= selected[0] < L and 0 <= selected[1] < H:
+        layer, head = selected
+        fig.add_trace(go.Scatter(x=[heads[head]], y=[row[layer]], mode="markers", name="selected",
+                                 marker={"symbol": "square-open", "size": 22, "color": "#d62728",
+                                         "line": {"width": 3}},
+                                 hovertemplate="selected<extra></extra>", showlegend=False))
+    _finish(fig, title, max(240, 34 * L + 110), legend=False)
+    fig.update_layout(
+        xaxis={"type": "category", "categoryorder": "array", "categoryarray": heads},
+        yaxis={"type": "category", "categoryorder": "array", "categoryarray": row, "autorange": "reversed"},
+    )
+    return fig
+
+
+# ---- captions -----------------------------------------------------------------------------------
+def _tok(result: ExplainResult, i: int) -> str:
+    return "“" + md_escape(display_token(result.tokens[i])) + "”"
+
+
+def prior_posterior_caption(result: ExplainResult, layer: int, head: int, query: int) -> str:
+    T = len(result.tokens)
+    query = _clip(query, T)
+    if not is_stochastic(result, layer):
+        return (f"Layer {layer} is **deterministic**: ordinary softmax attention, so prior and "
+                "posterior coincide and every sample is the same. Pick a stochastic layer "
+                f"({', '.join(map(str, result.stochastic_layers)) or 'none in this model'}) to see "
+                "uncertainty.")
+    post = _np(result.mean_weights[layer, head, query])
+    prior = _np(result.prior_weights[layer, head, query])
+    draws = _np(result.sample_weights[:, layer, head, query])
+    top = int(post.argmax())
+    lo, hi = np.quantile(draws[:, top], [0.05, 0.95])
+    return (f"Grey bars: what the **prior** expects from the keys alone; blue bars: the **posterior** "
+            f"after the query {_tok(result, query)} looks at them. Whiskers span 5–95% of sampled "
+            f"weights. Here {_tok(result, query)} attends most to {_tok(result, top)}: "
+            f"{post[top]:.2f} on average (prior {prior[top]:.2f}), between {lo:.2f} and {hi:.2f} "
+            "in 90% of samples. Wide whiskers mean the model is unsure where to look.")
+
+
+def key_density_caption(result: ExplainResult, layer: int, head: int, query: int, key: int) -> str:
+    T = len(result.tokens)
+    query, key = _clip(query, T), _clip(key, T)
+    if not is_stochastic(result, layer) or not result.posterior_params:
+        return "No density to draw for this choice; the bars above show the weights."
+    hyper = ", ".join(f"{k} = {v:.3g}" for k, v in result.hyper.items()) or "no hyperparameters"
+    return (f"The dashed grey curve is the prior for the score of {_tok(result, query)} → "
+            f"{_tok(result, key)}; the blue curve is the posterior q the model actually samples "
+            f"from ({hyper}). A narrow blue curve means a confident, nearly fixed weight; moving the "
+            "sliders reshapes both curves.")
+
+
+def sampled_maps_caption(result: ExplainResult, layer: int, head: int) -> str:
+    S = result.sample_weights.shape[0]
+    if not is_stochastic(result, layer) or S < 2:
+        return (f"Layer {layer} head {head} gives the same map every time (deterministic attention), "
+                "so the standard-deviation map is blank. Rows are queries, columns are keys.")
+    std = _np(result.sample_weights[:, layer, head]).std(0, ddof=1)
+    q, k = np.unravel_index(int(std.argmax()), std.shape)
+    return (f"Each small map is one random draw of the attention (rows: queries, columns: keys; "
+            f"each row sums to 1). The orange map shows where draws disagree: most at "
+            f"{_tok(result, q)} → {_tok(result, k)} (std {std[q, k]:.3f}, mean over cells "
+            f"{std.mean():.3f}).")
+
+
+def prediction_caption(result: ExplainResult) -> str:
+    i = result.positive_index
+    mf, mc = float(result.mean_field_probs[i]), float(result.mc_probs[i])
+    p = _np(result.sample_probs[:, i])
+    lo, hi = (float(p.min()), float(p.max())) if p.size else (mc, mc)
+    verdict = "positive" if mc >= 0.5 else "negative"
+    return (f"Each of the {result.n_samples} attention samples gives its own P(positive), from "
+            f"{lo:.2f} to {hi:.2f}. Averaging them gives **E[f(z)] = {mc:.3f}** (green, the model's "
+            f"answer: {verdict}); predicting once with the mean attention gives **f(E[z]) = {mf:.3f}** "
+            f"(red dashed). The gap, {mc - mf:+.3f}, is what averaging over attention changes. "
+            f"Of the total uncertainty {result.predictive_entropy:.3f} nats, "
+            f"{result.expected_entropy:.3f} is aleatoric (the sentence itself is ambiguous) and "
+            f"{result.mutual_information:.3f} is epistemic (samples of attention disagree).")
+
+
+def layer_head_caption(result: ExplainResult) -> str:
+    if not result.stochastic_layers:
+        return ("Every layer of this model is deterministic (grey): its attention is a single "
+                "softmax, so there is no spread and no KL to show.")
+    spread, kl = _np(result.spread), _np(result.kl)
+    sl = result.stochastic_layers
+    s_idx = np.unravel_index(int(spread[sl].argmax()), spread[sl].shape)
+    k_idx = np.unravel_index(int(kl[sl].argmax()), kl[sl].shape)
+    return (f"Only layers {', '.join(map(str, sl))} are stochastic; grey rows are ordinary, "
+            f"deterministic attention. The most uncertain head is layer {sl[s_idx[0]]} head "
+            f"{s_idx[1]} (spread {spread[sl][s_idx]:.3f}); the head that moved furthest from its "
+            f"prior is layer {sl[k_idx[0]]} head {k_idx[1]} (KL {kl[sl][k_idx]:.3g} nats). "
+            "The red square marks the head shown above.")

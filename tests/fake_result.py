@@ -1,0 +1,121 @@
+"""A synthetic `ExplainResult` with the shapes and constraints of a real one, for chart tests.
+
+Weights are drawn from the same distributions the families use (torch.distributions), rows sum
+to 1, and the parameter dictionaries carry the keys documented in `bam_viz.result`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch.distributions import Categorical, Dirichlet, Gamma, LogNormal, Weibull
+
+from bam_viz.result import ExplainResult
+
+WORDS = ["the", "film", "<b>is</b>", "not", "bad", "&", "the", "plot", "ends", "well"]
+HYPER = {
+    "weibull": {"shape_k": 10.0, "beta": 1.0},
+    "lognormal": {"sigma": 0.3},
+    "dirichlet": {"concentration": 20.0},
+    "categorical": {},
+    "softmax": {},
+}
+
+
+def fake_tokens(T: int) -> list[str]:
+    """[CLS] first, [SEP] last; repeats ("the") and HTML-looking tokens included once T allows."""
+    if T == 1:
+        return ["[CLS]"]
+    middle = [WORDS[i % len(WORDS)] for i in range(T - 2)]
+    return ["[CLS]", *middle, "[SEP]"]
+
+
+def _normalise(x: torch.Tensor) -> torch.Tensor:
+    return x / x.sum(-1, keepdim=True).clamp_min(1e-30)
+
+
+def make_fake_result(
+    family: str = "weibull", T: int = 7, S: int = 8, L: int = 6, H: int = 12, seed: int = 0,
+    tokens: list[str] | None = None, stochastic_layers: list[int] | None = None,
+) -> ExplainResult:
+    g = torch.Generator().manual_seed(seed)
+    tokens = tokens if tokens is not None else fake_tokens(T)
+    assert len(tokens) == T
+    if stochastic_layers is None:
+        stochastic_layers = [] if family == "softmax" else [layer for layer in (L - 2, L - 1) if layer >= 0]
+    scores = torch.randn(L, H, T, T, generator=g) * 2.0              # (L, H, T, T)
+    prior_scores = torch.randn(L, H, 1, T, generator=g).expand(L, H, T, T)  # keys only
+    mean_weights = scores.softmax(-1)
+    hyper = dict(HYPER[family])
+    posterior_params: dict[str, torch.Tensor] = {}
+    prior_params: dict[str, torch.Tensor] = {}
+
+    if family == "weibull":
+        k, beta = hyper["shape_k"], hyper["beta"]
+        scale = scores.exp() / math.gamma(1 + 1 / k)                  # E[S] = exp(score)
+        alpha = beta * prior_scores.exp()                              # E[prior] = exp(prior score)
+        posterior_params = {"shape_k": torch.full_like(scores, k), "scale": scale}
+        prior_params = {"alpha": alpha, "beta": torch.full_like(scores, beta)}
+        post = Weibull(scale, torch.full_like(scores, k))
+        prior = Gamma(alpha, torch.full_like(scores, beta))
+        prior_weights = _normalise(alpha / beta)
+    elif family == "lognormal":
+        sigma = hyper["sigma"]
+        loc = scores - sigma**2 / 2
+        posterior_params = {"loc": loc, "sigma": torch.full_like(scores, sigma)}
+        prior_params = {"loc": prior_scores - sigma**2 / 2, "sigma": torch.full_like(scores, sigma)}
+        post = LogNormal(loc, sigma)
+        prior = LogNormal(prior_params["loc"], sigma)
+        prior_weights = prior_scores.softmax(-1)
+    elif family == "dirichlet":
+        a0 = hyper["concentration"]
+        posterior_params = {"concentration": a0 * mean_weights}
+        prior_params = {"concentration": a0 * prior_scores.softmax(-1)}
+        post = Dirichlet(posterior_params["concentration"])
+        prior = Dirichlet(prior_params["concentration"])
+        prior_weights = prior_scores.softmax(-1)
+    elif family == "categorical":
+        post, prior = Categorical(probs=mean_weights), Categorical(probs=prior_scores.softmax(-1))
+        prior_weights = prior_scores.softmax(-1)
+    elif family == "softmax":
+        post = prior = None
+        prior_weights = mean_weights
+    else:
+        raise ValueError(f"unknown family {family!r}")
+
+    def draw(dist) -> torch.Tensor:                                    # (S, L, H, T, T)
+        if dist is None:
+            return mean_weights.expand(S, L, H, T, T).clone()
+        x = dist.sample((S,))
+        if isinstance(dist, Categorical):
+            x = torch.nn.functional.one_hot(x, T).float()
+        return _normalise(x)
+
+    # torch.distributions samplers take no generator: seed a forked global one, leave the caller's alone.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        sample_weights, prior_sample_weights = draw(post), draw(prior)
+    deterministic = [layer for layer in range(L) if layer not in stochastic_layers]
+    sample_weights[:, deterministic] = mean_weights[deterministic]
+    prior_sample_weights[:, deterministic] = mean_weights[deterministic]
+    prior_weights = prior_weights.clone()
+    prior_weights[deterministic] = mean_weights[deterministic]
+
+    kl = torch.rand(L, H, generator=g) * 50.0                         # (L, H)
+    kl[deterministic] = 0.0
+    logits = 1.0 + 0.8 * torch.randn(S, generator=g)                   # (S,)
+    if not stochastic_layers:
+        logits = logits[:1].expand(S)
+    p_pos = logits.sigmoid()
+    sample_probs = torch.stack([1 - p_pos, p_pos], -1)                 # (S, 2)
+    mean_field = torch.tensor([1 - 0.7, 0.7]) if stochastic_layers else sample_probs[0]
+    return ExplainResult(
+        text=" ".join(tokens[1:-1]), tokens=tokens, classes=["negative", "positive"],
+        model_name=f"fake-{family}", family=family, stochastic_layers=stochastic_layers,
+        hyper=hyper, n_samples=S, seed=seed, truncated=False,
+        sample_weights=sample_weights, mean_weights=mean_weights, prior_weights=prior_weights,
+        prior_sample_weights=prior_sample_weights, kl=kl, sample_probs=sample_probs,
+        mc_probs=sample_probs.mean(0), mean_field_probs=mean_field,
+        posterior_params=posterior_params, prior_params=prior_params,
+    )

@@ -1,0 +1,247 @@
+"""The app end to end through Streamlit's AppTest (no browser), on the shipped models.
+
+One AppTest is reused where the order of interactions does not matter: importing torch and loading
+models takes seconds, so each fresh AppTest costs.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import bam_viz
+from bam_viz.attention import HYPER_RANGES
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+MODELS = bam_viz.available_models()
+
+HOSTILE_TEXTS = {
+    "script": "<script>alert(1)</script> what a <b>bold</b> & brave film",
+    "emoji": "I loved it 😍🎬👍🏽 so much",
+    "rtl": "הסרט היה נהדר and الفيلم رائع",
+    "zero_width": "good\u200b\u200bmovie\u200f\u202e reversed",
+    "control": "bad\x00\x07\x1b[31m movie\r\n\ttruly",
+}
+
+
+def new_app(**query) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    for k, v in query.items():
+        at.query_params[k] = v
+    return at
+
+
+def ok(at: AppTest) -> AppTest:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def metric_values(at: AppTest) -> dict[str, float]:
+    return {m.label: float(m.value.split()[0]) for m in at.metric}
+
+
+def assert_finite_metrics(at: AppTest):
+    values = metric_values(at)
+    assert len(values) == 4
+    assert all(math.isfinite(v) for v in values.values()), values
+
+
+def n_charts(at: AppTest) -> int:
+    return len(at.get("plotly_chart"))
+
+
+@pytest.fixture(scope="module")
+def at() -> AppTest:
+    app = new_app()
+    ok(app.run())
+    return app
+
+
+def test_zoo_is_there():
+    assert "bam-wc" in MODELS, "no shipped bam-wc model in pretrained/"
+
+
+def test_default_view(at):
+    assert at.selectbox(key="model").value == "bam-wc"
+    assert_finite_metrics(at)
+    assert n_charts(at) == 7
+    assert at.query_params["model"] == "bam-wc"
+    assert any(c.value.startswith("view ") for c in at.caption)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_every_model_renders(at, name):
+    at.selectbox(key="model").set_value(name)
+    ok(at.run())
+    assert_finite_metrics(at)
+    assert n_charts(at) == 7
+    model = bam_viz.load(name)
+    for h in HYPER_RANGES:
+        assert at.select_slider(key=h).disabled == (h not in model.hyper_names)
+    assert at.slider(key="n_samples").disabled == (not model.stochastic)
+    assert at.query_params["model"] == name
+
+
+def _extremes(at, name, keys):
+    at.selectbox(key="model").set_value(name)
+    ok(at.run())
+    for key in keys:
+        lo, hi = HYPER_RANGES[key][:2]
+        for value in (lo, hi):
+            at.select_slider(key=key).set_value(value)
+            ok(at.run())
+            assert at.select_slider(key=key).value == value
+            assert_finite_metrics(at)
+        at.button(key=f"reset_{key}").click()
+        ok(at.run())
+        assert at.select_slider(key=key).value == pytest.approx(bam_viz.load(name).trained_hyper[key])
+
+
+@pytest.mark.parametrize("name, keys", [("bam-wc", ["shape_k", "beta"]), ("bam-lc", ["sigma"]),
+                                        ("dirichlet", ["concentration"])])
+def test_hyper_sliders_at_extremes(at, name, keys):
+    if name not in MODELS:
+        pytest.fail(f"{name} is not shipped")
+    _extremes(at, name, keys)
+
+
+def test_sampling_and_picture_controls_at_extremes(at):
+    at.selectbox(key="model").set_value("bam-wc")
+    ok(at.run())
+    for key, values in (("n_samples", (1, 128, 32)),):
+        for v in values:
+            at.slider(key=key).set_value(v)
+            ok(at.run())
+            assert_finite_metrics(at)
+    for v in (0, 9999, 0):
+        at.number_input(key="seed").set_value(v)
+        ok(at.run())
+    for key in ("layer", "head", "query_token", "key_token"):
+        options = at.selectbox(key=key).options
+        for index in (len(options) - 1, 0):
+            at.selectbox(key=key).set_value(index)
+            ok(at.run())
+            assert at.query_params[key] == str(index)
+            assert n_charts(at) == 7
+
+
+def test_picture_controls_do_not_rerun_the_model(at, monkeypatch):
+    at.selectbox(key="model").set_value("bam-wc")
+    ok(at.run())
+    calls = []
+    real = bam_viz.model.BamClassifier.explain
+
+    def counting(self, *args, **kwargs):
+        calls.append(args)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(bam_viz.model.BamClassifier, "explain", counting)
+    for key in ("layer", "head", "query_token", "key_token"):
+        at.selectbox(key=key).set_value(1)
+        ok(at.run())
+    assert calls == []
+    at.number_input(key="seed").set_value(7)
+    ok(at.run())
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t  "])
+def test_empty_text_asks_politely(at, text):
+    at.text_area(key="text").set_value(text)
+    ok(at.run())
+    assert any("Type a sentence" in i.value for i in at.info)
+    assert n_charts(at) == 0
+
+
+def test_long_text_is_truncated_with_a_notice(at):
+    at.selectbox(key="model").set_value("bam-wc")
+    at.text_area(key="text").set_value(" ".join(["good"] * 2500 + ["bad"] * 2500))
+    ok(at.run())
+    assert at.warning and "maximum" in at.warning[0].value
+    assert len(at.selectbox(key="query_token").options) == bam_viz.load("bam-wc").max_tokens
+    assert_finite_metrics(at)
+
+
+@pytest.mark.parametrize("kind", list(HOSTILE_TEXTS))
+def test_hostile_text_is_shown_as_text(at, kind):
+    at.text_area(key="text").set_value(HOSTILE_TEXTS[kind])
+    ok(at.run())
+    assert_finite_metrics(at)
+    assert n_charts(at) == 7
+    for md in list(at.markdown) + list(at.caption):
+        assert not md.proto.allow_html or "<script" not in md.value
+    specs = " ".join(chart.proto.spec for chart in at.get("plotly_chart"))
+    for raw in ("<script", "\\u003cscript", "<b>bold", "\\u003cb\\u003ebold"):
+        assert raw not in specs
+    if kind == "script":
+        assert "&lt;script&gt;" in specs or "&lt;" in specs
+
+
+def test_query_params_round_trip():
+    query = {"text": "A quietly moving film.", "model": "bam-wc", "shape_k": "2", "beta": "0.5",
+             "n_samples": "16", "seed": "42", "layer": "4", "head": "3", "query_token": "2",
+             "key_token": "3"}
+    at = ok(new_app(**query).run())
+    assert at.text_area(key="text").value == query["text"]
+    assert at.selectbox(key="model").value == "bam-wc"
+    assert at.select_slider(key="shape_k").value == pytest.approx(2.0, rel=0.08)  # snapped to the grid
+    assert at.select_slider(key="beta").value == pytest.approx(0.5, rel=0.08)
+    assert at.slider(key="n_samples").value == 16
+    assert at.number_input(key="seed").value == 42
+    for key in ("layer", "head", "query_token", "key_token"):
+        assert at.selectbox(key=key).value == int(query[key])
+    assert any("16 samples · seed 42" in c.value for c in at.caption)
+    at.slider(key="n_samples").set_value(8)
+    at.selectbox(key="head").set_value(5)
+    ok(at.run())
+    assert at.query_params["n_samples"] == "8" and at.query_params["head"] == "5"
+    assert at.query_params["text"] == query["text"]
+
+
+def test_bad_query_params_are_ignored_or_clamped():
+    at = ok(new_app(model="no-such-model", shape_k="nan", n_samples="1e9", seed="x", layer="99",
+                    query_token="-3").run())
+    assert at.selectbox(key="model").value == "bam-wc"
+    assert at.slider(key="n_samples").value == 128
+    assert at.number_input(key="seed").value == 0
+    assert at.selectbox(key="layer").value == bam_viz.load("bam-wc").n_layers - 1
+    assert at.selectbox(key="query_token").value == 0
+
+
+def test_page_switch_keeps_the_state(at):
+    at.selectbox(key="model").set_value("bam-wc")
+    at.text_area(key="text").set_value("An unforgettable evening.")
+    ok(at.run())
+    at.switch_page("views/about.py")
+    ok(at.run())
+    assert at.title[0].value.startswith("About")
+    assert n_charts(at) == 0
+    at.switch_page("views/explorer.py")
+    ok(at.run())
+    assert at.text_area(key="text").value == "An unforgettable evening."
+    assert n_charts(at) == 7
+
+
+def test_model_load_error_is_reported(monkeypatch):
+    from bam_viz.zoo import CheckpointError
+
+    real_load = bam_viz.load
+
+    def load(name, device=None):
+        if name == "broken":
+            raise CheckpointError("pretrained/broken/model.safetensors is corrupt")
+        return real_load(name, device=device)
+
+    monkeypatch.setattr(bam_viz, "available_models", lambda: [*MODELS, "broken"])
+    monkeypatch.setattr(bam_viz, "load", load)
+    at = new_app(model="broken")
+    at.run()
+    assert not at.exception
+    assert "corrupt" in at.error[0].value
+    at.selectbox(key="model").set_value("bam-wc")
+    ok(at.run())
+    assert n_charts(at) == 7

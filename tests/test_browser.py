@@ -1,0 +1,82 @@
+"""The real app in headless Debian chromium: type, move shape_k with the keyboard, see it change.
+
+Fails (never skips) when chromium is missing. Screenshots land in artifacts/ (git-ignored).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "artifacts"
+_spec = importlib.util.spec_from_file_location("browser_latency", ROOT / "bench" / "browser_latency.py")
+bl = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bl)
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def page():
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with bl.serve(ROOT / "app.py", log=ARTIFACTS / "browser-test-server.log") as url, \
+            sync_playwright() as p:
+        browser = bl.launch_chromium(p)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(url)
+            bl.wait_for_view(page, 1)
+            bl.wait_for_charts(page, 7)
+            yield page
+        finally:
+            browser.close()
+
+
+
+def plot_data(page) -> str:
+    """The data plotly actually drew, from the DOM, for every chart on the page."""
+    return page.evaluate(
+        "() => JSON.stringify([...document.querySelectorAll('.js-plotly-plot')]"
+        ".map(el => (el.data || []).map(t => [t.x, t.y, t.z])))")
+
+
+def test_type_a_sentence_and_move_shape_k(page):
+    box = page.get_by_label("Sentence (text)")
+    box.fill("A quiet, strange and quite lovely little film.")
+    before_view = bl.marker_view(page)
+    box.press("Control+Enter")
+    bl.wait_for_view(page, before_view + 1)
+    bl.wait_for_charts(page, 7)
+    before_plots = plot_data(page)
+    page.screenshot(path=str(ARTIFACTS / "browser-before.png"))
+
+    slider = page.get_by_role("slider", name="shape_k")
+    slider.focus()
+    start = slider.get_attribute("aria-valuetext")
+    for _ in range(4):                       # four grid steps, ~75% larger k
+        view = bl.marker_view(page)
+        page.keyboard.press("ArrowRight")
+        bl.wait_for_view(page, view + 1)
+    assert slider.get_attribute("aria-valuetext") != start
+    assert "shape_k=" + slider.get_attribute("aria-valuetext") in page.locator(
+        ".st-key-render_marker").inner_text()
+    after_plots = plot_data(page)
+    page.screenshot(path=str(ARTIFACTS / "browser-after.png"))
+    assert after_plots != before_plots
+    assert "shape_k=" in page.url
+
+
+def test_hostile_text_renders_as_text(page):
+    box = page.get_by_label("Sentence (text)")
+    box.fill("<script>window.__pwned = 1</script><img src=x onerror='window.__pwned=2'> fine")
+    view = bl.marker_view(page)
+    box.press("Control+Enter")
+    bl.wait_for_view(page, view + 1)
+    assert page.evaluate("() => window.__pwned") is None
+    assert page.locator("script:text('__pwned')").count() == 0
+    page.screenshot(path=str(ARTIFACTS / "browser-hostile.png"))

@@ -1,0 +1,236 @@
+"""Chart builders and captions, on synthetic results of every family; no browser."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+import torch
+from fake_result import make_fake_result
+
+from bam_viz import charts
+
+FAMILIES = ["weibull", "lognormal", "dirichlet", "categorical", "softmax"]
+
+
+def fake(family: str, **kw):
+    if family == "softmax":
+        kw.setdefault("S", 1)
+    return make_fake_result(family, **kw)
+
+
+def trace_arrays(fig: go.Figure):
+    """Every numeric array a trace carries (x, y, z, error bars, customdata)."""
+    for trace in fig.data:
+        for name in ("x", "y", "z", "customdata"):
+            value = getattr(trace, name, None)
+            if value is not None:
+                yield trace.name, name, value
+        err = getattr(trace, "error_y", None)
+        if err is not None and err.array is not None:
+            yield trace.name, "error_y", err.array
+            yield trace.name, "error_y-", err.arrayminus
+
+
+def assert_finite(fig: go.Figure):
+    for trace_name, field, value in trace_arrays(fig):
+        arr = np.asarray(value, dtype=object).ravel()
+        numbers = [v for v in arr if isinstance(v, (int, float, np.number))]
+        assert all(v is not None for v in arr), f"{trace_name}.{field} has None"
+        assert np.all(np.isfinite(np.asarray(numbers, dtype=float))), f"{trace_name}.{field} not finite"
+
+
+def all_figures(r, layer, head=0, query=0, key=1):
+    key = min(key, len(r.tokens) - 1)
+    return {
+        "prior_posterior": charts.prior_posterior_figure(r, layer, head, query),
+        "density": charts.key_density_figure(r, layer, head, query, key),
+        "maps": charts.sampled_maps_figure(r, layer, head),
+        "prediction": charts.prediction_figure(r),
+        "entropy": charts.entropy_figure(r),
+        "spread": charts.layer_head_figure(r, "spread", selected=(layer, head)),
+        "kl": charts.layer_head_figure(r, "kl", selected=(layer, head)),
+    }
+
+
+def all_captions(r, layer, head=0, query=0, key=1):
+    key = min(key, len(r.tokens) - 1)
+    return [
+        charts.prior_posterior_caption(r, layer, head, query),
+        charts.key_density_caption(r, layer, head, query, key),
+        charts.sampled_maps_caption(r, layer, head),
+        charts.prediction_caption(r),
+        charts.layer_head_caption(r),
+    ]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("which_layer", ["stochastic", "deterministic"])
+def test_every_chart_builds_finite(family, which_layer):
+    r = fake(family)
+    layer = r.stochastic_layers[-1] if which_layer == "stochastic" and r.stochastic_layers else 0
+    for name, fig in all_figures(r, layer).items():
+        assert isinstance(fig, go.Figure), name
+        assert_finite(fig)
+    for caption in all_captions(r, layer):
+        assert isinstance(caption, str) and caption
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_expected_traces(family):
+    r = fake(family)
+    layer = r.stochastic_layers[-1] if r.stochastic_layers else 0
+    f = all_figures(r, layer)
+    names = [t.name for t in f["prior_posterior"].data]
+    assert names == ["prior mean π_j", "posterior mean"]
+    assert all(len(t.x) == len(r.tokens) for t in f["prior_posterior"].data)
+    S = r.sample_weights.shape[0]
+    heatmaps = [t for t in f["maps"].data if isinstance(t, go.Heatmap)]
+    assert len(heatmaps) == 2 + min(6, S)
+    assert heatmaps[0].name.startswith("mean") and heatmaps[1].name.startswith("std")
+    pred_names = [t.name for t in f["prediction"].data]
+    assert "f(E[z]): mean attention" in pred_names and "E[f(z)]: average over samples" in pred_names
+    assert sum(f["prediction"].data[0].y) == S
+    entropy_total = sum(t.x[0] for t in f["entropy"].data)
+    assert entropy_total == pytest.approx(r.predictive_entropy, abs=1e-6)
+    density_lines = [t.name for t in f["density"].data]
+    if family in ("weibull", "lognormal", "dirichlet"):
+        assert density_lines == ["prior", "posterior q"]
+        assert max(f["density"].data[1].y) > 0
+    else:
+        assert density_lines == []  # a message instead of curves
+        assert f["density"].layout.annotations
+
+
+def test_mean_field_and_mc_lines_sit_at_their_values():
+    r = fake("weibull")
+    fig = charts.prediction_figure(r)
+    lines = {t.name: t for t in fig.data}
+    assert lines["f(E[z]): mean attention"].x[0] == pytest.approx(float(r.mean_field_probs[1]))
+    assert lines["E[f(z)]: average over samples"].x[0] == pytest.approx(float(r.mc_probs[1]))
+
+
+def test_deterministic_layers_read_as_such():
+    r = fake("weibull")                                          # layers 4, 5 stochastic of 6
+    for which in ("spread", "kl"):
+        fig = charts.layer_head_figure(r, which)
+        det = [t for t in fig.data if t.name == "deterministic"][0]
+        assert list(det.y) == [f"layer {i} (deterministic)" for i in range(4)]
+        main = [t for t in fig.data if t.name == which][0]
+        assert list(main.y) == ["layer 4", "layer 5"]
+    assert "deterministic" in charts.prior_posterior_caption(r, 0, 0, 0)
+    fig = charts.key_density_figure(r, 0, 0, 0, 1)
+    assert "deterministic" in fig.layout.annotations[0].text
+    r = fake("softmax")
+    fig = charts.layer_head_figure(r, "kl")
+    assert [t.name for t in fig.data] == ["deterministic"]
+    assert "deterministic" in charts.layer_head_caption(r)
+
+
+@pytest.mark.parametrize("T", [1, 2, 128])
+def test_sizes(T):
+    r = fake("weibull", T=T, S=4, L=2, H=3)
+    for fig in all_figures(r, 1).values():
+        assert_finite(fig)
+    maps = charts.sampled_maps_figure(r, 1, 0)
+    assert np.asarray(maps.data[0].z).shape == (T, T)
+    assert maps.layout.xaxis.showticklabels == (T <= charts.MAX_TICK_TOKENS)
+
+
+def test_extreme_weights_and_huge_kl():
+    r = fake("weibull", T=5, S=6, L=2, H=2)
+    one_hot = torch.zeros_like(r.sample_weights)
+    one_hot[..., 0] = 1.0                                        # all mass on [CLS]: zeros and ones
+    r.sample_weights = one_hot
+    r.prior_sample_weights = one_hot.clone()
+    r.mean_weights = one_hot[0].clone()
+    r.kl = torch.tensor([[1e30, float("inf")], [float("nan"), 0.0]])
+    r.stochastic_layers = [0, 1]
+    r.sample_probs = torch.tensor([[0.0, 1.0]] * 3 + [[1.0, 0.0]] * 3)
+    r.mc_probs = r.sample_probs.mean(0)
+    r.mean_field_probs = torch.tensor([0.0, 1.0])
+    figs = all_figures(r, 1)
+    for fig in figs.values():
+        assert_finite(fig)
+    kl = [t for t in figs["kl"].data if t.name == "kl"][0]
+    assert np.max(kl.z) > 30                                     # log10(1 + 1e30): huge but drawn
+    captions = all_captions(r, 1)
+    assert all("nan" not in c.lower() for c in captions)
+
+
+def test_weights_nan_do_not_blank_the_maps():
+    r = fake("lognormal", T=4, S=3, L=1, H=1, stochastic_layers=[0])
+    r.sample_weights[0, 0, 0, 0, 0] = float("nan")
+    r.mean_weights[0, 0, 1, 1] = float("inf")
+    for fig in all_figures(r, 0).values():
+        assert_finite(fig)
+
+
+HOSTILE = ["[CLS]", "<script>alert(1)</script>", "a&b", "<b>", "the", "the", "\u200b", "\x07", "שלום",
+           "[SEP]"]
+
+
+def test_tokens_are_escaped_and_unique_on_axes():
+    r = fake("weibull", T=len(HOSTILE), tokens=HOSTILE)
+    labels = charts.axis_labels(HOSTILE)
+    assert len(set(labels)) == len(labels)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in labels
+    assert "a&amp;b" in labels and "&lt;b&gt;" in labels
+    assert "4·the" in labels and "5·the" in labels
+    assert "\\u200b" in labels and "\\u0007" in labels and "שלום" in labels
+    for fig in (charts.prior_posterior_figure(r, 5, 0, 0), charts.sampled_maps_figure(r, 5, 0)):
+        for trace in fig.data:
+            axes = [trace.x, trace.y]
+            for value in (v for axis in axes if axis is not None for v in axis):
+                if isinstance(value, str):
+                    assert "<" not in value and ">" not in value.replace("&gt;", "")
+    title = charts.prior_posterior_figure(r, 5, 0, 1).layout.title.text
+    assert "<script>" not in title and "&lt;script&gt;" in title
+
+
+def test_captions_escape_markdown():
+    r = fake("weibull", T=len(HOSTILE), tokens=HOSTILE)
+    text = charts.prior_posterior_caption(r, 5, 0, 1)
+    assert "<script>" not in text and "\\<script\\>" in text
+    assert charts.md_escape("$x$ *a* :red[b]") == "\\$x\\$ \\*a\\* \\:red\\[b\\]"
+    assert charts.token_option(HOSTILE, 7) == "7: \\u0007"
+    assert charts.display_token("") == "\u2205"
+
+
+def test_captions_mention_the_numbers():
+    r = fake("weibull")
+    cap = charts.prediction_caption(r)
+    assert f"{float(r.mc_probs[1]):.3f}" in cap and f"{float(r.mean_field_probs[1]):.3f}" in cap
+    assert f"{r.gap:+.3f}" in cap and f"{r.mutual_information:.3f}" in cap
+    assert f"{r.expected_entropy:.3f}" in cap
+    cap = charts.prior_posterior_caption(r, 5, 0, 0)
+    post = r.mean_weights[5, 0, 0]
+    assert f"{float(post.max()):.2f}" in cap
+    cap = charts.layer_head_caption(r)
+    assert f"{float(r.spread[4:].max()):.3f}" in cap and f"{float(r.kl[4:].max()):.3g}" in cap
+    cap = charts.sampled_maps_caption(r, 5, 0)
+    assert f"{float(r.sample_weights[:, 5, 0].std(0).max()):.3f}" in cap
+    assert "shape_k = 10" in charts.key_density_caption(r, 5, 0, 0, 1)
+
+
+def test_selected_head_is_marked():
+    r = fake("weibull")
+    fig = charts.layer_head_figure(r, "spread", selected=(5, 3))
+    marker = [t for t in fig.data if t.name == "selected"][0]
+    assert list(marker.x) == ["head 3"] and list(marker.y) == ["layer 5"]
+    with pytest.raises(ValueError):
+        charts.layer_head_figure(r, "entropy")
+
+
+def test_figures_serialise():
+    """Streamlit sends figures as JSON: each must serialise without plotly validation errors."""
+    r = fake("dirichlet", T=6)
+    for fig in all_figures(r, 5).values():
+        assert fig.to_json()
+
+
+def test_density_overflow_gives_a_message_not_an_error():
+    r = fake("dirichlet", T=4, L=1, H=1, stochastic_layers=[0])
+    r.posterior_params["concentration"][0, 0, 0] = torch.tensor([1e-300, 1e-300, 1e300, 1e-300])
+    fig = charts.key_density_figure(r, 0, 0, 0, 0)
+    assert_finite(fig)

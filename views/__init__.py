@@ -1,0 +1,1 @@
+"""Pages of the Streamlit app; `app.py` routes between them."""

@@ -1,0 +1,43 @@
+"""About / theory: what BAM is and how to read the explorer's panels (text only)."""
+
+import streamlit as st
+
+st.title("About: Bayesian Attention Modules")
+st.markdown("""
+**Ordinary attention** gives each word (the *query*) a fixed set of weights over the other words (the
+*keys*): a softmax of scores, the same every time. **Bayesian Attention Modules** (Fan et al., NeurIPS
+2020) treat those weights as *random*: each forward pass draws an attention map from a distribution
+q, learned so that it stays close to a *prior* that looks only at the keys. Averaging predictions over
+many draws tells you not just what the model thinks, but how sure it is *where to look*.
+
+### The families in the zoo
+- **softmax**: plain, deterministic attention. The baseline: every sample is the same.
+- **mc-dropout**: softmax attention with dropout left on at test time; randomness without a prior.
+- **bam-wc / bam-lc**: BAM with **Weibull** (shape *k*) or **Lognormal** (σ) unnormalised scores and
+  a contextual **Gamma** / Lognormal prior; larger *k* or smaller σ means less random attention.
+  The Gamma prior's rate β says how tightly the prior holds each score.
+- **dirichlet**: the attention row itself is drawn from a Dirichlet; its concentration sets how
+  close samples stay to the mean.
+- **categorical**: hard attention, each query picks one key per draw.
+
+Only the upper layers are stochastic; the lower ones stay ordinary and are shown in grey.
+
+### How to read the explorer
+1. **The prediction.** Each attention sample gives its own probability that the review is positive.
+   *E[f(z)]* averages those (the model's answer); *f(E[z])* predicts once with the average attention.
+   Their gap shows that averaging attention is not the same as averaging predictions. The entropy bar
+   splits total uncertainty into *aleatoric* (the sentence is ambiguous) and *epistemic* (attention
+   samples disagree, measured by mutual information).
+2. **Prior vs posterior.** For one query word, bars show how much attention each key gets on average
+   under the prior and the posterior; whiskers span 5–95% of sampled weights. The curves on the right
+   show the full distribution for one query–key pair.
+3. **Sampled attention maps.** A few random draws of the whole attention map (rows: queries,
+   columns: keys), next to their mean and the per-cell standard deviation.
+4. **Where the uncertainty lives.** Every layer and head at once: how much sampled weights spread, and
+   how far the posterior moved from its prior (KL divergence).
+
+### Classroom tips
+Start from an example sentence, set a seed so everyone sees the same samples, then drag the Weibull
+*k* slider down: the whiskers widen, the maps disagree, and the epistemic share grows. Every control
+is in the page address, so a copied link reproduces the view.
+""")

@@ -1,0 +1,297 @@
+"""The explorer: type a sentence, pick a model, move the sliders, watch attention uncertainty.
+
+No math here: `bam_viz` computes, `bam_viz.charts` draws, this page lays out and wires controls.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import streamlit as st
+
+import bam_viz
+from bam_viz import charts
+from bam_viz.attention import HYPER_RANGES
+from views import state
+
+ss = st.session_state
+PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+HYPER_LABEL = {
+    "shape_k": "shape_k · Weibull shape k (log scale)",
+    "sigma": "sigma · Lognormal σ",
+    "beta": "beta · Gamma prior rate β (log scale)",
+    "concentration": "concentration · Dirichlet α₀ (log scale)",
+}
+_rng = random.Random()
+
+
+def _set(key: str, value) -> None:
+    ss[key] = value
+
+
+def _random_sentence() -> None:
+    sentences = state.test_sentences()
+    if sentences:
+        ss["text"] = _rng.choice(sentences)
+
+
+def _as_index(value) -> int | None:
+    """An index from Session State. After the options change (new text, new model) the browser can
+    hand back the old option's label, e.g. "3: film", instead of the index."""
+    if isinstance(value, int) or value is None:
+        return value
+    found = re.search(r"-?\d+", str(value))               # "3: film", "layer 5 (deterministic)"
+    return int(found.group()) if found else None
+
+
+def _plot(fig, key: str) -> None:
+    st.plotly_chart(fig, key=key, config=PLOT_CONFIG, theme=None)
+
+
+# ---- controls -----------------------------------------------------------------------------------
+def sentence_controls(corpus: bool) -> None:
+    ss.setdefault("text", state.DEFAULT_TEXT)
+    st.text_area("Sentence (text)", key="text", height=68, persist_state="session",
+                 placeholder="Type a sentence, e.g. a one-line movie review")
+    cols = st.columns(len(state.EXAMPLES) + 1)
+    for col, (label, sentence) in zip(cols, state.EXAMPLES.items(), strict=False):
+        col.button(f"Example: {label}", key=f"example_{label}", on_click=_set, args=("text", sentence),
+                   width="stretch", help=sentence)
+    if corpus:
+        cols[-1].button("Random review", key="random_sentence", on_click=_random_sentence,
+                        icon=":material/casino:",
+                        width="stretch", help="A random review from the movies test split")
+
+
+def model_controls(models: list[str]) -> None:
+    if ss.get("model") not in models:
+        ss["model"] = state.DEFAULT_MODEL if state.DEFAULT_MODEL in models else models[0]
+    st.selectbox("Model (model)", models, key="model", persist_state="session")
+
+
+def model_summary(model) -> None:
+    st.caption(model.description)
+    metrics = ((getattr(model, "card", None) or {}).get("metrics") or {}).get("movies_test") or {}
+    shown = [f"{label} {metrics[k]:.3f}" for k, label in
+             (("accuracy", "accuracy"), ("nll", "NLL"), ("ece", "ECE")) if isinstance(metrics.get(k), float)]
+    st.caption("Movies test set: " + " · ".join(shown) if shown
+               else "No test-set metrics in this model's card yet.")
+
+
+def sync_hyper_to_model(model) -> None:
+    """Start from the trained values whenever the model changes (URL values win on the first run)."""
+    if ss.get("_hyper_model") == model.name:
+        return
+    first = "_hyper_model" not in ss
+    from_url = ss.get("_hyper_from_url", set()) if first else set()
+    for name in HYPER_RANGES:
+        if name not in from_url or name not in ss:
+            ss[name] = state.default_hyper(name, model)
+    ss["_hyper_model"] = model.name
+
+
+def hyper_controls(model) -> None:
+    applies = [h for h in HYPER_RANGES if h in model.hyper_names]
+    others = [h for h in HYPER_RANGES if h not in model.hyper_names]
+    if applies:
+        st.markdown("**Attention hyperparameters**")
+    else:
+        st.caption(f"{model.name} uses {model.family} attention: no attention hyperparameter to move.")
+    for name in applies:
+        hyper_slider(name, model, enabled=True)
+    if others:
+        with st.expander("Sliders other families use", expanded=False):
+            for name in others:
+                hyper_slider(name, model, enabled=False)
+
+
+def hyper_slider(name: str, model, enabled: bool) -> None:
+    trained = model.trained_hyper.get(name)
+    options = state.hyper_options(name, trained)
+    if ss.get(name) not in options:
+        ss[name] = state.snap(float(ss.get(name, state.default_hyper(name, model))), options)
+    reason = None if enabled else f"Not used by {model.name} ({model.family} attention)."
+    slider_col, reset_col = st.columns([5, 1], vertical_alignment="bottom")
+    slider_col.select_slider(
+        HYPER_LABEL[name], options=options, key=name, format_func=state.format_value,
+        disabled=not enabled, help=reason or state.HYPER_HELP[name], persist_state="session",
+    )
+    reset_col.button("", key=f"reset_{name}", on_click=_set, icon=":material/restart_alt:",
+                     args=(name, state.snap(float(trained), options) if trained is not None else None),
+                     disabled=not enabled or trained is None,
+                     help=f"Back to the trained value {state.format_value(trained)}" if trained else None)
+    if enabled:
+        st.caption(f"trained value: {state.format_value(trained)}" if trained is not None
+                   else "no trained value")
+    else:
+        st.caption(reason)
+
+
+def sampling_controls(model) -> None:
+    reason = None if model.stochastic else (
+        f"{model.name} is deterministic: every sample would be the same.")
+    ss.setdefault("n_samples", state.DEFAULT_N_SAMPLES)
+    ss.setdefault("seed", 0)
+    st.slider("n_samples · attention samples", *state.N_SAMPLES_RANGE, key="n_samples", step=1,
+              disabled=not model.stochastic, help=reason or "More samples: smoother histograms, slower.",
+              persist_state="session")
+    st.number_input("seed", *state.SEED_RANGE, key="seed", step=1, disabled=not model.stochastic,
+                    help=reason or "Same seed, same samples: a classroom can reproduce a picture.",
+                    persist_state="session")
+    if reason:
+        st.caption(reason)
+
+
+# ---- panels -------------------------------------------------------------------------------------
+def headline(result) -> None:
+    i = result.positive_index
+    cols = st.columns(4)
+    cols[0].metric("P(positive) = E[f(z)]", f"{float(result.mc_probs[i]):.3f}",
+                   help="The model's answer: average of the predictions of every attention sample.")
+    cols[1].metric("f(E[z]), mean attention", f"{float(result.mean_field_probs[i]):.3f}",
+                   help="One prediction, with every stochastic layer at its mean attention.")
+    cols[2].metric("Gap E[f(z)] − f(E[z])", f"{result.gap:+.3f}",
+                   help="What averaging over attention samples changes in P(positive).")
+    cols[3].metric("Epistemic (mutual information)", f"{result.mutual_information:.3f} nats",
+                   help="The part of the predictive entropy due to attention samples disagreeing.")
+
+
+def prediction_panel(result) -> None:
+    st.subheader("The prediction")
+    left, right = st.columns([3, 2])
+    with left:
+        _plot(charts.prediction_figure(result), "prediction")
+    with right:
+        _plot(charts.entropy_figure(result), "entropy")
+        st.caption(charts.prediction_caption(result))
+
+
+def picture_controls(result, model) -> tuple[int, int, int, int]:
+    T, L, H = len(result.tokens), model.n_layers, model.n_heads
+    default_layer = result.stochastic_layers[-1] if result.stochastic_layers else L - 1
+    for key, n, default in (("layer", L, default_layer), ("head", H, 0), ("query_token", T, 0),
+                            ("key_token", T, min(1, T - 1))):
+        index = _as_index(ss.get(key))
+        ss[key] = default if index is None else min(max(index, 0), n - 1)
+
+    def layer_name(i: int) -> str:
+        return f"layer {i}" + ("" if i in result.stochastic_layers else " (deterministic)")
+
+    c = st.columns(4)
+    c[0].selectbox("Layer (layer)", range(L), key="layer", format_func=layer_name, persist_state="session")
+    c[1].selectbox("Head (head)", range(H), key="head", format_func=lambda h: f"head {h}",
+                   persist_state="session")
+    options = list(range(T))
+    c[2].selectbox("Query token (query_token)", options, key="query_token", persist_state="session",
+                   format_func=lambda i: charts.token_option(result.tokens, i),
+                   help="Whose attention to inspect: [CLS] is what the classifier reads.")
+    c[3].selectbox("Key token for the density (key_token)", options, key="key_token",
+                   persist_state="session", format_func=lambda i: charts.token_option(result.tokens, i))
+    picture = {k: ss[k] for k in state.PICTURE_KEYS}
+    state.write_query_params(state.PICTURE_KEYS, picture)
+    return ss["layer"], ss["head"], ss["query_token"], ss["key_token"]
+
+
+@st.fragment
+def inspection(result, model) -> None:
+    """Everything that depends on layer, head and tokens: reruns alone, never re-runs the model."""
+    st.subheader("Inside the attention")
+    layer, head, query, key = picture_controls(result, model)
+
+    st.markdown("**1 · Prior vs posterior** for the selected query")
+    left, right = st.columns([3, 2])
+    with left:
+        _plot(charts.prior_posterior_figure(result, layer, head, query), "prior_posterior")
+        st.caption(charts.prior_posterior_caption(result, layer, head, query))
+    with right:
+        _plot(charts.key_density_figure(result, layer, head, query, key), "density")
+        st.caption(charts.key_density_caption(result, layer, head, query, key))
+
+    st.markdown(f"**2 · Sampled attention maps**, layer {layer} head {head}")
+    _plot(charts.sampled_maps_figure(result, layer, head), "maps")
+    st.caption(charts.sampled_maps_caption(result, layer, head))
+
+    st.markdown("**3 · Where the uncertainty lives**, every layer and head")
+    left, right = st.columns(2)
+    with left:
+        _plot(charts.layer_head_figure(result, "spread", selected=(layer, head)), "spread")
+    with right:
+        _plot(charts.layer_head_figure(result, "kl", selected=(layer, head)), "kl")
+    st.caption(charts.layer_head_caption(result))
+
+
+def downloads(result) -> None:
+    c = st.columns(2)
+    # Deferred: serialising every sampled weight takes a while, so only on click.
+    c[0].download_button("Download the result (JSON)", data=lambda: json.dumps(result.to_json()),
+                         file_name=f"bam-{result.model_name}.json", mime="application/json",
+                         on_click="ignore", key="download_json")
+    c[1].download_button("Download sampled weights (CSV)", data=result.weights_csv,
+                         file_name=f"bam-{result.model_name}-weights.csv", mime="text/csv",
+                         on_click="ignore", key="download_csv")
+
+
+def render_marker(values: dict) -> None:
+    """A visible footer that names the view; its run counter is what the latency benchmark waits for."""
+    ss["_runs"] = ss.get("_runs", 0) + 1
+    hyper = " · ".join(f"{k}={state.format_value(values[k])}" for k in HYPER_RANGES if k in values)
+    with st.container(key="render_marker"):
+        st.caption(f"view {ss['_runs']} · model {values['model']} · {hyper or 'no hyperparameters'} · "
+                   f"{values['n_samples']} samples · seed {values['seed']}")
+
+
+# ---- the page -----------------------------------------------------------------------------------
+def main() -> None:
+    st.title("Seeing attention uncertainty")
+    st.caption("Bayesian Attention Modules (Fan et al., NeurIPS 2020) make attention weights random. "
+               "Type a sentence, pick a model, move the sliders, and watch what the model is unsure about.")
+    models = bam_viz.available_models()
+    if not models:
+        st.error("No pretrained models found in pretrained/: the lead's training has not shipped any yet.")
+        return
+    state.load_query_params(models)
+    sentence_controls(state.corpus_available())
+    with st.sidebar:
+        model_controls(models)
+    name = ss["model"]
+    try:
+        model = state.get_model(name)
+    except Exception as err:  # a corrupt or missing checkpoint: say so, keep the app alive
+        st.error(f"Could not load the model “{name}”: {err}")
+        state.write_query_params(state.MAIN_KEYS, {"text": ss.get("text"), "model": name})
+        return
+    sync_hyper_to_model(model)
+    with st.sidebar:
+        model_summary(model)
+        hyper_controls(model)
+        st.markdown("**Sampling**")
+        sampling_controls(model)
+
+    text = ss.get("text", "")
+    values = {"text": text, "model": name, "n_samples": ss["n_samples"], "seed": ss["seed"],
+              **{h: float(ss[h]) for h in model.hyper_names if h in HYPER_RANGES}}
+    state.write_query_params(state.MAIN_KEYS, values)
+    if not text.strip():
+        st.info("Type a sentence above, or pick an example, to see how the model reads it.")
+        return
+    hyper = tuple((h, float(ss[h])) for h in model.hyper_names if h in HYPER_RANGES)
+    n_samples, seed = (ss["n_samples"], ss["seed"]) if model.stochastic else (1, 0)
+    try:
+        result = state.get_result(model, name, text, hyper, n_samples, seed)
+    except ValueError as err:
+        st.info(f"{err}")
+        return
+    for note in result.notes:
+        (st.warning if result.truncated and "longer" in note else st.info)(note)
+
+    headline(result)
+    prediction_panel(result)
+    inspection(result, model)
+    st.divider()
+    downloads(result)
+    render_marker(values)
+
+
+main()

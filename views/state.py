@@ -1,0 +1,160 @@
+"""The explorer's state: cached model and results, slider grids, and the URL round trip.
+
+Every control has a fixed widget key, which is also its query parameter, so a copied link
+reproduces the view. Values read from a URL are validated and clamped here, before any widget
+sees them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import streamlit as st
+
+import bam_viz
+from bam_viz.attention import HYPER_RANGES
+
+DEFAULT_MODEL = "bam-wc"
+DEFAULT_N_SAMPLES = 32
+N_SAMPLES_RANGE = (1, 128)
+SEED_RANGE = (0, 9999)
+GRID_PER_DECADE = 16                    # log sliders: ~15% steps
+EXAMPLES = {
+    "clear": "A wonderful, warm and funny film with a brilliant cast.",
+    "mixed": "The acting is superb, but the plot is a tedious mess.",
+    "neutral": "The film runs two hours and was shot in Toronto.",
+    "negated": "This is not a bad movie at all.",
+}
+DEFAULT_TEXT = EXAMPLES["mixed"]
+# Keys written by the main script; the inspection fragment writes its own (PICTURE_KEYS).
+MAIN_KEYS = ("text", "model", *HYPER_RANGES, "n_samples", "seed")
+PICTURE_KEYS = ("layer", "head", "query_token", "key_token")
+HYPER_HELP = {
+    "shape_k": "Weibull shape k: larger k gives less random attention (k → ∞ is plain softmax).",
+    "sigma": "Lognormal σ: larger σ gives more random attention.",
+    "beta": "Rate β of the Gamma prior: how tightly the prior holds each score near its mean.",
+    "concentration": "Dirichlet concentration: larger values keep samples close to the mean.",
+}
+
+
+# ---- cached work --------------------------------------------------------------------------------
+@st.cache_resource(show_spinner="Loading the model…")
+def get_model(name: str):
+    """One model per process, shared by every session and treated as read-only."""
+    return bam_viz.load(name)
+
+
+@st.cache_data(max_entries=32, show_spinner="Sampling attention…")
+def get_result(_model, name: str, text: str, hyper: tuple[tuple[str, float], ...], n_samples: int,
+               seed: int):
+    """`explain()` once per (model, text, hyperparameters, n_samples, seed); `_model` is unhashed."""
+    return _model.explain(text, n_samples=n_samples, seed=seed, **dict(hyper))
+
+
+@st.cache_resource(show_spinner=False)
+def test_sentences() -> list[str]:
+    from bam_viz.data import load_split
+
+    return [s.text for s in load_split("movies", "test")]
+
+
+def corpus_available() -> bool:
+    from bam_viz.data import data_dir
+
+    try:
+        return data_dir() is not None
+    except Exception:                   # a broken corpus folder must not take the page down
+        return False
+
+
+# ---- slider grids -------------------------------------------------------------------------------
+def _round(x: float) -> float:
+    return float(f"{x:.3g}")
+
+
+def hyper_options(name: str, trained: float | None) -> list[float]:
+    """The values a hyperparameter slider offers: a log (or linear) grid, plus the trained value."""
+    lo, hi, scale = HYPER_RANGES[name]
+    if scale == "log":
+        n = max(2, round(GRID_PER_DECADE * math.log10(hi / lo)) + 1)
+        grid = [_round(10 ** (math.log10(lo) + i * (math.log10(hi) - math.log10(lo)) / (n - 1)))
+                for i in range(n)]
+    else:
+        n = 100
+        grid = [_round(lo + i * (hi - lo) / (n - 1)) for i in range(n)]
+    grid[0], grid[-1] = lo, hi
+    if trained is not None and lo <= trained <= hi:
+        grid.append(float(trained))
+    return sorted(set(grid))
+
+
+def snap(value: float, options: list[float]) -> float:
+    """The option nearest to `value` (in log distance when every option is positive)."""
+    if all(o > 0 for o in options) and value > 0:
+        return min(options, key=lambda o: abs(math.log(o) - math.log(value)))
+    return min(options, key=lambda o: abs(o - value))
+
+
+def format_value(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def default_hyper(name: str, model) -> float:
+    """The trained value where the model has one, else the middle of the range (log middle for log)."""
+    trained = model.trained_hyper.get(name)
+    if trained is not None:
+        return float(trained)
+    lo, hi, scale = HYPER_RANGES[name]
+    return math.sqrt(lo * hi) if scale == "log" else (lo + hi) / 2
+
+
+# ---- the URL round trip -------------------------------------------------------------------------
+def _int(raw: str, lo: int, hi: int) -> int | None:
+    try:
+        return min(max(int(float(raw)), lo), hi)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _float(raw: str, lo: float, hi: float) -> float | None:
+    try:
+        x = float(raw)
+    except (TypeError, ValueError):
+        return None
+    return min(max(x, lo), hi) if math.isfinite(x) else None
+
+
+def load_query_params(models: list[str]) -> None:
+    """On a session's first run, copy valid query parameters into Session State (before widgets).
+
+    Picture controls (layer, head, tokens) are clamped later, once the model and text are known.
+    """
+    ss = st.session_state
+    if ss.get("_query_loaded"):
+        return
+    ss["_query_loaded"] = True
+    qp = st.query_params
+    if "text" in qp:
+        ss["text"] = qp["text"]
+    if qp.get("model") in models:
+        ss["model"] = qp["model"]
+    for name, (lo, hi, _) in HYPER_RANGES.items():
+        if name in qp and (x := _float(qp[name], lo, hi)) is not None:
+            ss[name] = x
+            ss.setdefault("_hyper_from_url", set()).add(name)
+    for name, (lo, hi) in (("n_samples", N_SAMPLES_RANGE), ("seed", SEED_RANGE)):
+        if name in qp and (n := _int(qp[name], lo, hi)) is not None:
+            ss[name] = n
+    for name in PICTURE_KEYS:
+        if name in qp and (n := _int(qp[name], 0, 10_000)) is not None:
+            ss[name] = n
+
+
+def write_query_params(keys, values: dict) -> None:
+    """Mirror the given controls into the URL (the fragment writes only its own keys)."""
+    for k in keys:
+        if k in values and values[k] is not None:
+            v = values[k]
+            st.query_params[k] = f"{v:.6g}" if isinstance(v, float) else str(v)
+        elif k in st.query_params:
+            del st.query_params[k]
