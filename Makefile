@@ -43,3 +43,16 @@ bench: install
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+
+# Reproduce the shipped models and the README's tables (CPU: about 45 min of training, 40 of evaluation).
+MODELS := bam-wc softmax bam-lc dirichlet categorical
+EVAL_MODELS := vader softmax mc-dropout bam-wc bam-lc dirichlet categorical
+.PHONY: models evaluate report
+models: install
+	for m in $(MODELS); do $(PY) -m bam_viz train --model $$m || exit 1; done
+evaluate: install-test
+	for m in $(EVAL_MODELS); do \
+	  $(PY) -m bam_viz evaluate --model $$m --corpus all --split test --samples 32 \
+	    --json "results/$$m-{corpus}.json" $$( [ $$m = vader ] || echo --update-card ) || exit 1; done
+report: install
+	$(PY) -m bam_viz report --results results

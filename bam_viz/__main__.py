@@ -1,4 +1,4 @@
-"""python -m bam_viz {train, evaluate, bench, card}"""
+"""python -m bam_viz {train, evaluate, report, bench}"""
 
 from __future__ import annotations
 
@@ -26,6 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     from bam_viz.bench import add_bench_args
     add_bench_args(sub.add_parser("bench", help="explain() latency and batched-sampling speed-ups"))
 
+    from bam_viz.report import add_report_args
+    add_report_args(sub.add_parser("report", help="README tables from saved evaluate --json results"))
+
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -39,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
             from bam_viz.zoo import update_card_metrics
             for result in results:
                 update_card_metrics(args.model, result)
+    elif args.command == "report":
+        from bam_viz.report import run_report
+        print(run_report(args))
     elif args.command == "bench":
         from bam_viz.bench import run_bench
         print(json.dumps(run_bench(args), indent=2))

@@ -356,6 +356,8 @@ class BayesianAttention(nn.Module):
     `n_samples` > 1 draws that many weight samples per input row in one batched pass and returns
     (n_samples * B, H, T, d), sample-major (row s * B + b). mode="mean" uses E_q[w] = softmax (the
     f(E[z]) pass). `hyper` overrides the configured hyperparameters without touching the weights.
+    `trace`: True records everything; "samples" only the sampled weights and prior draws (the
+    S-row pass of explain), "stats" everything but the prior draws (the mean pass).
     """
 
     def __init__(self, n_heads: int, d_head: int, config: AttentionConfig):
@@ -370,7 +372,7 @@ class BayesianAttention(nn.Module):
         return self.prior_net(keys)
 
     def forward(self, q, k, v, mask=None, *, n_samples: int = 1, generator=None, mode: str = "sample",
-                hyper: dict | None = None, trace: bool = False, attn_dropout: float = 0.0):
+                hyper: dict | None = None, trace: bool | str = False, attn_dropout: float = 0.0):
         cfg = self.config.with_hyper(**(hyper or {}))
         B, H, T, d = q.shape
         kmask = _key_mask(mask, 4)                                        # (B, 1, 1, T)
@@ -403,9 +405,13 @@ class BayesianAttention(nn.Module):
             return out, None
         return out, self._trace(cfg, scores, log_p, weights, k, kmask, reps, generator, trace)
 
-    def _trace(self, cfg, scores, log_p, weights, keys, kmask, reps, generator, full: bool):
+    def _trace(self, cfg, scores, log_p, weights, keys, kmask, reps, generator, level):
         fam = cfg.family
         log_pi = _masked_log_softmax(self.prior_logits(keys), kmask)      # (B, H, 1, T)
+        if level == "samples":
+            prior_samples = self._prior_samples(cfg, log_pi.expand_as(log_p), kmask, reps, generator)
+            return AttentionTrace(scores, log_p.exp(), weights, log_pi.exp().expand_as(log_p), prior_samples,
+                                  kl=log_p.new_zeros(log_p.shape[:2]))
         valid = torch.ones_like(log_p, dtype=torch.bool) if kmask is None else kmask.expand_as(log_p)
         post, pri = {}, {}
         if fam == "weibull":
@@ -431,10 +437,10 @@ class BayesianAttention(nn.Module):
         else:
             kl = torch.zeros_like(log_p)
         kl = kl.masked_fill(~valid, 0.0).sum((-1, -2))                    # (B, H)
-        if not full:
+        if level is False:  # training: only the KL is read
             return AttentionTrace(scores, log_p.exp(), weights, log_pi.exp(), weights, kl)
-
-        prior_samples = self._prior_samples(cfg, log_pi.expand_as(log_p), kmask, reps, generator)
+        prior_samples = (weights if level == "stats" else
+                         self._prior_samples(cfg, log_pi.expand_as(log_p), kmask, reps, generator))
         return AttentionTrace(
             scores=scores, mean_weights=log_p.exp(), weights=weights,
             prior_weights=log_pi.exp().expand_as(log_p), prior_sample_weights=prior_samples, kl=kl,

@@ -255,7 +255,7 @@ def evaluate(
     }
 
 
-_COMPARABLE = {"accuracy": metrics.accuracy, "nll": metrics.nll, "brier": metrics.brier}
+_COMPARABLE = {"accuracy": metrics.accuracy, "nll": metrics.nll, "brier": metrics.brier, "ece": metrics.ece}
 
 
 def compare(

@@ -94,6 +94,13 @@ class BamClassifier(nn.Module):
                     owner = getattr(owner, p)
                 setattr(owner, leaf, LoRALinear(getattr(owner, leaf), rank))
 
+    def merge_adapters(self) -> BamClassifier:
+        """Fold every LoRA update into its frozen weight, for fast inference (training mode ignores it)."""
+        for module in self.modules():
+            if isinstance(module, LoRALinear):
+                module.merge()
+        return self
+
     def trainable_state_dict(self) -> dict[str, torch.Tensor]:
         """Only what training changed (adapters, layer norms, prior networks, head)."""
         names = {n for n, p in self.named_parameters() if p.requires_grad}
@@ -218,8 +225,7 @@ class BamClassifier(nn.Module):
         h = layer.post_attention(x_cls, ctx, self._dropout_p(0, mode), generator)
         logits = self.head(h[:, 0])
         if trace:
-            w = scores.new_zeros(B, H, T, T)
-            full = (attn.heads(attn.query(x)) @ k.transpose(-1, -2) / math.sqrt(d))
+            full = q @ k.transpose(-1, -2) / math.sqrt(d)
             full = full.masked_fill(~mask[:, None, None], float("-inf")).softmax(-1)
             mean_w = full.clone()
             mean_w[:, :, 0] = log_pz.exp()[:, None]
@@ -305,8 +311,8 @@ class BamClassifier(nn.Module):
         tokens, truncated, ids, mask, x, lower_traces = self._lower_cached(text)
         S = n_samples
         g = torch.Generator(device=self.device).manual_seed(seed)
-        logits, traces, _ = self.upper(x, mask, n_samples=S, generator=g, hyper=hyper, trace=True)
-        mf_logits, mf_traces, _ = self.upper(x, mask, mode="mean", hyper=hyper, trace=True)
+        logits, traces, _ = self.upper(x, mask, n_samples=S, generator=g, hyper=hyper, trace="samples")
+        mf_logits, mf_traces, _ = self.upper(x, mask, mode="mean", hyper=hyper, trace="stats")
         sample_probs = logits.softmax(-1).float()                                   # (S, 2)
 
         if self.family == "softmax":  # no prior: the prior panels repeat the posterior

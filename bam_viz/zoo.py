@@ -92,7 +92,7 @@ def load(name: str, device: str | torch.device | None = None, root: Path = PRETR
         raise CheckpointError(f"{file} does not fit the {name} model: unexpected {unexpected[:5]}, "
                               f"missing {sorted(trainable - set(state))[:5]}")
     model.card = card
-    return model.to(choose_device(device)).eval()
+    return model.to(choose_device(device)).eval().merge_adapters()
 
 
 HEADLINE = ("accuracy", "nll", "brier", "ece", "auroc_error_entropy", "spearman_human_mean")

@@ -292,3 +292,19 @@ def test_finite_over_the_full_slider_ranges(family, log_k, sigma, log_beta, log_
     torch.testing.assert_close(t.weights.sum(-1), torch.ones(t.weights.shape[:-1]), atol=1e-4, rtol=0)
     for p in list(t.posterior_params.values()) + list(t.prior_params.values()):
         assert torch.isfinite(p).all()
+
+
+def test_constant_prior_is_uniform_over_valid_keys_and_contextual_prior_reads_keys():
+    q, k, v, mask = qkv()
+    const = BayesianAttention(3, 4, AttentionConfig("weibull", prior="constant"))
+    assert const.prior_net is None
+    _, t = const(q, k, v, mask, trace=True)
+    torch.testing.assert_close(t.prior_weights[0], torch.full((3, 6, 6), 1 / 6))
+    torch.testing.assert_close(t.prior_weights[1, ..., :4], torch.full((3, 6, 4), 1 / 4))
+    ctx = BayesianAttention(3, 4, AttentionConfig("weibull", prior="contextual"))
+    torch.nn.init.normal_(ctx.prior_net.out, generator=torch.Generator().manual_seed(0))
+    _, t1 = ctx(q, k, v, mask, trace=True)
+    _, t2 = ctx(q * 3, k, v, mask, trace=True)     # queries do not enter the prior
+    torch.testing.assert_close(t1.prior_weights, t2.prior_weights)
+    _, t3 = ctx(q, k.flip(2), v, mask, trace=True)
+    assert not torch.allclose(t1.prior_weights, t3.prior_weights)

@@ -153,3 +153,21 @@ def test_training_loss_reaches_adapters_head_and_priors(models, name):
     finally:
         m.zero_grad(set_to_none=True)
         m.eval()
+
+
+def test_merged_adapters_compute_the_same_function():
+    m = BamClassifier(RECIPES["bam-lc"]).eval()
+    g = torch.Generator().manual_seed(0)
+    for name, p in m.named_parameters():
+        if "lora_b" in name:
+            with torch.no_grad():
+                p.copy_(torch.randn(p.shape, generator=g) * 0.05)
+    before = m.predict_mean_field([TEXT, "Dreadful."])
+    m.merge_adapters()
+    torch.testing.assert_close(m.predict_mean_field([TEXT, "Dreadful."]), before, atol=1e-5, rtol=0)
+    assert set(m.trainable_state_dict()) == {n for n, p in m.named_parameters() if p.requires_grad}
+    m.train()  # training ignores the merged copy: gradients still reach the adapters
+    ids, mask = m.tokenizer.batch([TEXT])
+    nll, _ = loss_terms(m, ids, mask, torch.tensor([1]), g)
+    nll.backward()
+    assert any("lora_a" in n and p.grad is not None and p.grad.abs().sum() > 0 for n, p in m.named_parameters())
