@@ -83,6 +83,7 @@ class BamClassifier(nn.Module):
         self.head = nn.Linear(BertConfig().hidden, len(CLASSES))
         self.tokenizer = Tokenizer(config.max_tokens)
         self._lower_cache: OrderedDict = OrderedDict()
+        self.card: dict = {}  # the model card, filled by bam_viz.zoo.load
 
     # ---- construction -------------------------------------------------------------------------
     def _add_lora(self, rank: int):

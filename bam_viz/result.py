@@ -82,12 +82,19 @@ class ExplainResult:
         return self.sample_weights.std(0).mean((-1, -2))
 
     def key_densities(self, layer: int, head: int, query: int, key: int, n_points: int = 200):
-        """Densities of the unnormalised score S_ij under q and under the prior, for one key.
+        """Densities of log10 S_ij under q and under the prior, for one query and key.
 
-        Returns a dict with `x`, `posterior`, `prior` (numpy arrays) and `label`, or None for
-        families without a continuous density (softmax, categorical). For Dirichlet the density is
-        of the weight itself: its marginal is Beta(a_j, a_0 - a_j).
+        On a log axis because the two can sit decades apart: a Gamma prior with small alpha puts
+        most of its mass far below the posterior's, and on a linear axis one curve would be a
+        spike and the other invisible. With u = log10 s the density is p_U(u) = p_S(s) s ln 10.
+        For Dirichlet the variable is the weight itself, whose marginal is Beta(a_j, a_0 - a_j).
+
+        Returns a dict with `x` (log10 values), `posterior`, `prior` (densities of x, numpy) and
+        `label`, or None where there is no continuous density (softmax, categorical, or a
+        deterministic layer).
         """
+        import warnings
+
         import numpy as np
 
         from bam_viz.attention import key_marginals
@@ -100,20 +107,38 @@ class ExplainResult:
             {k: v[layer, head, query] for k, v in self.prior_params.items()},
             key,
         )
-        # One grid covering the bulk of both densities, from their quantiles.
-        lo = min(q.ppf(0.005), p.ppf(0.005))
-        hi = max(q.ppf(0.995), p.ppf(0.995))
-        if not (np.isfinite(lo) and np.isfinite(hi)) or hi <= lo:
-            lo, hi = 0.0, 1.0
-        x = np.linspace(lo, hi, n_points)
-        with np.errstate(all="ignore"):
-            qpdf, ppdf = q.pdf(x), p.pdf(x)
-        return {
-            "x": x,
-            "posterior": np.nan_to_num(qpdf, nan=0.0, posinf=0.0),
-            "prior": np.nan_to_num(ppdf, nan=0.0, posinf=0.0),
-            "label": "weight w_ij" if self.family == "dirichlet" else "unnormalised score S_ij",
-        }
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+
+            def log10_quantiles(d):
+                try:
+                    return np.log10(d.ppf([0.001, 0.999]).astype(float))
+                except (OverflowError, ValueError, FloatingPointError):
+                    return np.array([np.nan, np.nan])
+
+            q_lo, q_hi = log10_quantiles(q)
+            p_lo, p_hi = log10_quantiles(p)
+            if not (np.isfinite(q_lo) and np.isfinite(q_hi)) or q_hi <= q_lo:
+                q_lo, q_hi = -3.0, 0.0
+            # The prior may reach hundreds of decades lower: show at most 8 decades below q.
+            lo = min(q_lo, max(p_lo if np.isfinite(p_lo) else -np.inf, q_lo - 8.0)) - 0.1
+            hi = max(q_hi, min(p_hi if np.isfinite(p_hi) else q_hi, q_hi + 8.0)) + 0.1
+            x = np.linspace(lo, hi, n_points)
+            s = 10.0**x
+
+            def density(d):
+                try:
+                    out = np.exp(d.logpdf(s) + np.log(s) + np.log(np.log(10.0)))
+                except (OverflowError, ValueError, FloatingPointError):
+                    return np.zeros_like(x)
+                return np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0)
+
+            return {
+                "x": x,
+                "posterior": density(q),
+                "prior": density(p),
+                "label": "log10 weight w_ij" if self.family == "dirichlet" else "log10 unnormalised score S_ij",
+            }
 
     # ---- export ---------------------------------------------------------------------------------
     def to_json(self) -> dict:

@@ -1,0 +1,84 @@
+"""ExplainResult: summaries of the predictive and the key densities, against Monte Carlo."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from bam_viz.attention import log_gamma_rsample, log_lognormal_rsample, log_weibull_rsample
+from bam_viz.result import ExplainResult
+
+
+def make(family, post, prior, sample_probs, L=2, H=1, T=3):
+    S = sample_probs.shape[0]
+    w = torch.full((L, H, T, T), 1 / T)
+    return ExplainResult(
+        text="x", tokens=["[CLS]", "x", "[SEP]"], classes=["negative", "positive"], model_name="m", family=family,
+        stochastic_layers=[1], hyper={}, n_samples=S, seed=0, truncated=False,
+        sample_weights=w.expand(S, *w.shape), mean_weights=w, prior_weights=w,
+        prior_sample_weights=w.expand(S, *w.shape), kl=torch.zeros(L, H), sample_probs=sample_probs,
+        mc_probs=sample_probs.mean(0), mean_field_probs=sample_probs.mean(0),
+        posterior_params={k: torch.full((L, H, T, T), v) for k, v in post.items()},
+        prior_params={k: torch.full((L, H, T, T), v) for k, v in prior.items()},
+    )
+
+
+def test_entropy_decomposition():
+    probs = torch.tensor([[0.9, 0.1], [0.1, 0.9]])
+    r = make("weibull", {"shape_k": 2.0, "scale": 0.3}, {"alpha": 0.5, "beta": 1.0}, probs)
+    h = -(0.5 * math.log(0.5)) * 2
+    assert abs(r.predictive_entropy - h) < 1e-6
+    expected = -(0.9 * math.log(0.9) + 0.1 * math.log(0.1))
+    assert abs(r.expected_entropy - expected) < 1e-6
+    assert abs(r.mutual_information - (h - expected)) < 1e-6
+    assert r.gap == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize("family,post,prior", [
+    ("weibull", {"shape_k": 10.0, "scale": 0.2}, {"alpha": 0.05, "beta": 1.0}),
+    ("weibull", {"shape_k": 0.5, "scale": 0.01}, {"alpha": 3.0, "beta": 30.0}),
+    ("lognormal", {"loc": -2.0, "sigma": 0.3}, {"loc": -1.0, "sigma": 1.0}),
+])
+def test_key_densities_match_monte_carlo_histograms(family, post, prior):
+    r = make(family, post, prior, torch.full((4, 2), 0.5))
+    d = r.key_densities(1, 0, 0, 1, n_points=400)
+    x, dx = d["x"], d["x"][1] - d["x"][0]
+    assert d["label"].startswith("log10")
+    g = torch.Generator().manual_seed(0)
+    n = 200_000
+    if family == "weibull":
+        q = log_weibull_rsample(torch.full((n,), math.log(post["scale"]), dtype=torch.float64), post["shape_k"], g)
+        p = log_gamma_rsample(torch.full((n,), math.log(prior["alpha"]), dtype=torch.float64), g) \
+            - math.log(prior["beta"])
+    else:
+        q = log_lognormal_rsample(torch.full((n,), post["loc"], dtype=torch.float64), post["sigma"], g)
+        p = log_lognormal_rsample(torch.full((n,), prior["loc"], dtype=torch.float64), prior["sigma"], g)
+    for name, log_s in (("posterior", q), ("prior", p)):
+        u = (log_s / math.log(10)).numpy()
+        # Probability of the middle third of the grid: density integral vs sample frequency.
+        a, b = x[len(x) // 3], x[2 * len(x) // 3]
+        inside = (x >= a) & (x <= b)
+        integral = d[name][inside].sum() * dx
+        freq = ((u >= a) & (u <= b)).mean()
+        assert abs(integral - freq) < 0.02 + 0.02 * freq, (name, integral, freq)
+    # The posterior's bulk is on the grid.
+    assert d["posterior"].sum() * dx > 0.97
+
+
+def test_key_densities_none_where_there_is_no_density():
+    r = make("weibull", {"shape_k": 2.0, "scale": 0.3}, {"alpha": 0.5, "beta": 1.0}, torch.full((2, 2), 0.5))
+    assert r.key_densities(0, 0, 0, 1) is None          # a deterministic layer
+    r.posterior_params = {}
+    assert r.key_densities(1, 0, 0, 1) is None
+
+
+def test_key_densities_finite_at_extremes():
+    for post, prior in [({"shape_k": 1000.0, "scale": 1e-30}, {"alpha": 1e-8, "beta": 1e-4}),
+                        ({"shape_k": 0.2, "scale": 0.5}, {"alpha": 1e4, "beta": 1e4})]:
+        r = make("weibull", post, prior, torch.full((2, 2), 0.5))
+        d = r.key_densities(1, 0, 0, 1)
+        assert all(np.isfinite(d[k]).all() for k in ("x", "posterior", "prior"))
+    r = make("dirichlet", {"concentration": 1e-9}, {"concentration": 1e4}, torch.full((2, 2), 0.5))
+    d = r.key_densities(1, 0, 0, 1)
+    assert all(np.isfinite(d[k]).all() for k in ("x", "posterior", "prior"))
