@@ -17,6 +17,7 @@ import torch.nn as nn
 from bam_viz.attention import (
     FAMILY_HYPER,
     AttentionConfig,
+    AttentionTrace,
     categorical_sample,
     dropout,
 )
@@ -217,13 +218,13 @@ class BamClassifier(nn.Module):
         x_cls = x[:, :1]                                                                   # (B, 1, C)
         if mode == "enumerate":
             ctx = v.permute(0, 2, 1, 3).reshape(B, T, H * d)                              # context if z = j
-            h = layer.post_attention(x_cls.expand(B, T, -1), ctx, self._dropout_p(0, mode), generator)
+            h = layer.post_attention(x_cls.expand(B, T, -1), ctx, self._dropout_p(self.n_layers - 1, mode), generator)
             log_lik = self.head(h).log_softmax(-1)                                        # (B, T, 2)
             log_lik = log_lik.masked_fill(~mask[..., None], 0.0)
             return torch.logsumexp(log_pz[..., None] + log_lik, 1), log_pz, log_lik
         pz = categorical_sample(log_pz, generator) if mode == "sample" else log_pz.exp()  # (B, T)
         ctx = torch.einsum("bt,bhtd->bhd", pz, v).reshape(B, 1, H * d)
-        h = layer.post_attention(x_cls, ctx, self._dropout_p(0, mode), generator)
+        h = layer.post_attention(x_cls, ctx, self._dropout_p(self.n_layers - 1, mode), generator)
         logits = self.head(h[:, 0])
         if trace:
             full = q @ k.transpose(-1, -2) / math.sqrt(d)
@@ -232,7 +233,6 @@ class BamClassifier(nn.Module):
             mean_w[:, :, 0] = log_pz.exp()[:, None]
             w = full.clone()
             w[:, :, 0] = pz[:, None]
-            from bam_viz.attention import AttentionTrace
             traces.append(AttentionTrace(scores=full, mean_weights=mean_w, weights=w, prior_weights=mean_w,
                                          prior_sample_weights=w, kl=scores.new_zeros(B, H)))
         return logits, traces, x.new_zeros(B)
