@@ -1,8 +1,9 @@
 """Chart builders and panel captions: each a pure function of an `ExplainResult`.
 
-Nothing here imports Streamlit. Figures are plotly `Figure`s; captions are short plain-language
-Markdown strings for classroom use. Token text never reaches plotly or Markdown unescaped: plotly
-renders a subset of HTML in labels, and Streamlit's Markdown renders emphasis, links and LaTeX.
+Nothing here imports Streamlit. Figures are plotly `Figure`s built from plain dicts (see `_figure`);
+captions are short plain-language Markdown strings for classroom use. Token text never reaches
+plotly or Markdown unescaped: plotly renders a subset of HTML in labels, and Streamlit's Markdown
+renders emphasis, links and LaTeX.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ import html
 import math
 import unicodedata
 import warnings
+import weakref
 
 import numpy as np
+import plotly.colors
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from bam_viz.result import ExplainResult
 
@@ -25,6 +27,11 @@ MC_COLOUR = "#2ca02c"
 DETERMINISTIC_COLOUR = "#e0e0e0"
 MAX_TICK_TOKENS = 40          # above this many tokens, heatmap tick labels are hidden (hover keeps them)
 LN2 = math.log(2.0)
+# Colour scales spelled out: plotly.js knows "Viridis" but not "Oranges", and its own "Blues" differs
+# from plotly.py's, and without validation nothing would expand the names.
+WEIGHT_SCALE = plotly.colors.get_colorscale("Blues")
+STD_SCALE = plotly.colors.get_colorscale("Oranges")
+VALUE_SCALE = plotly.colors.get_colorscale("Viridis")
 
 
 # ---- token text ---------------------------------------------------------------------------------
@@ -78,26 +85,52 @@ def _np(t) -> np.ndarray:
     return np.nan_to_num(a, nan=0.0, posinf=np.finfo(np.float32).max, neginf=0.0)
 
 
+def _figure(data: list[dict], layout: dict) -> go.Figure:
+    """A Figure from plain dicts, skipping plotly's per-property validation.
+
+    Validation is most of a builder's time (the maps: ~150 ms validated, ~10 ms not), paid on
+    every slider move. tests/test_charts.py re-validates every builder's output instead, so
+    properties are spelled out in full here: `{"title": {"text": ...}}`, `{"marker": {"color": ...}}`.
+    """
+    return go.Figure({"data": data, "layout": layout}, _validate=False)
+
+
+def _axis(**props) -> dict:
+    """An axis with the shared look: light grid, margins that grow to fit the labels."""
+    return {"automargin": True, "gridcolor": "#eeeeee", "zerolinecolor": "#cccccc", **props}
+
+
+def _layout(title: str, height: int, legend: bool = True, **props) -> dict:
+    """Shared layout: title at the top, legend under it, white background."""
+    return {
+        "height": height, "margin": {"l": 10, "r": 10, "t": 80 if legend else 50, "b": 10},
+        "title": {"text": title, "font": {"size": 14}, "y": 0.98, "yref": "container", "yanchor": "top"},
+        "legend": {"orientation": "h", "y": 1.02, "x": 0, "xanchor": "left", "yanchor": "bottom"},
+        "paper_bgcolor": "white", "plot_bgcolor": "white", **props,
+    }
+
+
 def _message_figure(message: str, height: int = 380) -> go.Figure:
-    fig = go.Figure()
-    fig.add_annotation(text=html.escape(message), showarrow=False, x=0.5, y=0.5,
-                       xref="paper", yref="paper", font={"size": 14})
-    fig.update_layout(height=height, xaxis={"visible": False}, yaxis={"visible": False},
-                      margin={"l": 10, "r": 10, "t": 30, "b": 10})
-    return fig
+    return _figure([], {
+        "height": height, "xaxis": {"visible": False}, "yaxis": {"visible": False},
+        "margin": {"l": 10, "r": 10, "t": 30, "b": 10},
+        "annotations": [{"text": html.escape(message), "showarrow": False, "x": 0.5, "y": 0.5,
+                         "xref": "paper", "yref": "paper", "font": {"size": 14}}],
+    })
 
 
-def _finish(fig: go.Figure, title: str, height: int, legend: bool = True) -> go.Figure:
-    """Shared layout: title at the top, legend under it, margins that grow to fit the labels."""
-    fig.update_layout(
-        height=height, margin={"l": 10, "r": 10, "t": 80 if legend else 50, "b": 10},
-        title={"text": title, "font": {"size": 14}, "y": 0.98, "yref": "container", "yanchor": "top"},
-        legend={"orientation": "h", "y": 1.02, "x": 0, "xanchor": "left", "yanchor": "bottom"},
-        paper_bgcolor="white", plot_bgcolor="white",
-    )
-    fig.update_xaxes(automargin=True, gridcolor="#eeeeee", zerolinecolor="#cccccc")
-    fig.update_yaxes(automargin=True, gridcolor="#eeeeee", zerolinecolor="#cccccc")
-    return fig
+_SPREADS: dict[int, np.ndarray] = {}
+
+
+def _spread(result: ExplainResult) -> np.ndarray:
+    """`result.spread`, once per result object: a std over every sampled weight (~20 ms at 32
+    samples) that the heatmap and the caption both read on each rerun. Results are read-only, so
+    the value cannot go stale; the entry goes when the result does."""
+    key = id(result)
+    if key not in _SPREADS:
+        _SPREADS[key] = _np(result.spread)                                      # (L, H)
+        weakref.finalize(result, _SPREADS.pop, key, None)
+    return _SPREADS[key]
 
 
 def is_stochastic(result: ExplainResult, layer: int) -> bool:
@@ -118,29 +151,34 @@ def prior_posterior_figure(result: ExplainResult, layer: int, head: int, query: 
     post_mean = _np(result.mean_weights[layer, head, query])                   # (T,)
     prior_draws = _np(result.prior_sample_weights[:, layer, head, query])      # (S, T)
     post_draws = _np(result.sample_weights[:, layer, head, query])             # (S, T)
-    fig = go.Figure()
+    data = []
     for name, mean, draws, colour in (
         ("prior mean π_j", prior_mean, prior_draws, PRIOR_COLOUR),
         ("posterior mean", post_mean, post_draws, POSTERIOR_COLOUR),
     ):
         lo, hi = np.quantile(draws, [0.05, 0.95], axis=0)                       # (T,), (T,)
-        fig.add_trace(go.Bar(
-            name=name, x=keys, y=mean, marker_color=colour,
-            error_y={"type": "data", "symmetric": False, "array": np.maximum(hi - mean, 0.0),
-                     "arrayminus": np.maximum(mean - lo, 0.0), "thickness": 1.5},
-            customdata=np.stack([lo, hi], -1),
-            hovertemplate="key %{x}<br>mean %{y:.3f}<br>5–95%: %{customdata[0]:.3f}–%{customdata[1]:.3f}"
-                          f"<extra>{name}</extra>",
-        ))
-    fig.update_layout(
-        barmode="group", yaxis={"title": "attention weight", "rangemode": "tozero"},
-        xaxis={"type": "category", "tickangle": -45, "showticklabels": T <= 2 * MAX_TICK_TOKENS},
-    )
-    return _finish(fig, f"Query {keys[query]}: attention to each key (layer {layer}, head {head})", 380)
+        data.append({
+            "type": "bar", "name": name, "x": keys, "y": mean, "marker": {"color": colour},
+            "error_y": {"type": "data", "symmetric": False, "array": np.maximum(hi - mean, 0.0),
+                        "arrayminus": np.maximum(mean - lo, 0.0), "thickness": 1.5},
+            "customdata": np.stack([lo, hi], -1),
+            "hovertemplate": "key %{x}<br>mean %{y:.3f}<br>5–95%: %{customdata[0]:.3f}–%{customdata[1]:.3f}"
+                             f"<extra>{name}</extra>",
+        })
+    return _figure(data, _layout(
+        f"Query {keys[query]}: attention to each key (layer {layer}, head {head})", 380, barmode="group",
+        yaxis=_axis(title={"text": "attention weight"}, rangemode="tozero"),
+        xaxis=_axis(type="category", tickangle=-45, showticklabels=T <= 2 * MAX_TICK_TOKENS),
+    ))
 
 
 def key_density_figure(result: ExplainResult, layer: int, head: int, query: int, key: int) -> go.Figure:
-    """Densities of q(S_ij) and of the prior p(S_ij) for one query-key pair."""
+    """Densities of log10 S_ij under q and under the prior p for one query-key pair.
+
+    Each curve is scaled to its own peak: on the log axis the posterior can still be a hundred
+    times taller than a prior spread over many decades, which would then read as a flat line.
+    Hover shows the density itself.
+    """
     T = len(result.tokens)
     query, key = _clip(query, T), _clip(key, T)
     if not is_stochastic(result, layer):
@@ -158,17 +196,26 @@ def key_density_figure(result: ExplainResult, layer: int, head: int, query: int,
             f"{result.family} attention has no continuous density: "
             "its samples are shown in the bars and maps instead.")
     labels = axis_labels(result.tokens)
-    fig = go.Figure()
+    label = html.escape(str(densities["label"]), quote=False)
     x = _np(densities["x"])
-    fig.add_trace(go.Scatter(x=x, y=_np(densities["prior"]), name="prior", mode="lines",
-                             line={"color": PRIOR_COLOUR, "dash": "dash", "width": 2},
-                             fill="tozeroy", fillcolor="rgba(158,158,158,0.2)"))
-    fig.add_trace(go.Scatter(x=x, y=_np(densities["posterior"]), name="posterior q", mode="lines",
-                             line={"color": POSTERIOR_COLOUR, "width": 2},
-                             fill="tozeroy", fillcolor="rgba(31,119,180,0.2)"))
-    fig.update_layout(xaxis={"title": densities["label"]},
-                      yaxis={"title": "density", "rangemode": "tozero"})
-    return _finish(fig, f"{labels[query]} → {labels[key]}: {densities['label']}", 380)
+    data = []
+    for name, which, colour, fill, dash in (
+        ("prior", "prior", PRIOR_COLOUR, "rgba(158,158,158,0.2)", "dash"),
+        ("posterior q", "posterior", POSTERIOR_COLOUR, "rgba(31,119,180,0.2)", "solid"),
+    ):
+        density = np.maximum(_np(densities[which]), 0.0)                        # (n_points,)
+        peak = float(density.max(initial=0.0))
+        data.append({
+            "type": "scatter", "mode": "lines", "name": name, "x": x,
+            "y": density / peak if peak > 0 else density, "customdata": density,
+            "line": {"color": colour, "dash": dash, "width": 2}, "fill": "tozeroy", "fillcolor": fill,
+            "hovertemplate": f"{label} = %{{x:.2f}}<br>density %{{customdata:.3g}}<extra>{name}</extra>",
+        })
+    return _figure(data, _layout(
+        f"{labels[query]} → {labels[key]}: {label}", 380,
+        xaxis=_axis(title={"text": label}),
+        yaxis=_axis(title={"text": "density, each scaled to its peak"}, range=[0.0, 1.08]),
+    ))
 
 
 # ---- panel 2: sampled attention maps -----------------------------------------------------------
@@ -185,30 +232,42 @@ def sampled_maps_figure(result: ExplainResult, layer: int, head: int, n_show: in
     cols = 4
     rows = math.ceil(len(panels) / cols)
     show = T <= MAX_TICK_TOKENS
-    gap = (0.16 if show else 0.06) if rows > 1 else 0.0          # room for the tick labels between rows
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[p[0] for p in panels],
-                        horizontal_spacing=0.03, vertical_spacing=gap)
+    # The grid make_subplots would lay out: equal cells, gaps between them, row 1 at the top.
+    h_gap = 0.03
+    v_gap = (0.16 if show else 0.06) if rows > 1 else 0.0       # room for the tick labels between rows
+    width = (1.0 - h_gap * (cols - 1)) / cols
+    height = (1.0 - v_gap * (rows - 1)) / rows
     labels = axis_labels(result.tokens)
-    for i, (title, z, axis) in enumerate(panels):
-        fig.add_trace(go.Heatmap(
-            z=z, x=labels, y=labels, coloraxis=axis, name=title,
-            hovertemplate="query %{y}<br>key %{x}<br>%{z:.3f}<extra>" + title + "</extra>",
-        ), row=i // cols + 1, col=i % cols + 1)
-    fig.update_xaxes(type="category", showticklabels=show, tickangle=-60, tickfont={"size": 9})
-    fig.update_yaxes(type="category", showticklabels=False, autorange="reversed", tickfont={"size": 9})
-    for r in range(rows):
-        fig.update_yaxes(showticklabels=show, row=r + 1, col=1)
+    data, axes, titles = [], {}, []
+    for i, (title, z, coloraxis) in enumerate(panels):
+        row, col = divmod(i, cols)
+        n = "" if i == 0 else str(i + 1)
+        x0 = col * (width + h_gap)
+        y1 = 1.0 - row * (height + v_gap)
+        x_domain = [round(max(x0, 0.0), 6), round(min(x0 + width, 1.0), 6)]
+        y_domain = [round(max(y1 - height, 0.0), 6), round(min(y1, 1.0), 6)]
+        axes[f"xaxis{n}"] = _axis(domain=x_domain, anchor=f"y{n}", type="category", showticklabels=show,
+                                  tickangle=-60, tickfont={"size": 9})
+        axes[f"yaxis{n}"] = _axis(domain=y_domain, anchor=f"x{n}", type="category",
+                                  showticklabels=show and col == 0, autorange="reversed", tickfont={"size": 9})
+        data.append({
+            "type": "heatmap", "z": z, "x": labels, "y": labels, "coloraxis": coloraxis, "name": title,
+            "xaxis": f"x{n}", "yaxis": f"y{n}",
+            "hovertemplate": "query %{y}<br>key %{x}<br>%{z:.3f}<extra>" + title + "</extra>",
+        })
+        titles.append({"text": title, "x": (x_domain[0] + x_domain[1]) / 2, "y": y_domain[1],
+                       "xref": "paper", "yref": "paper", "xanchor": "center", "yanchor": "bottom",
+                       "showarrow": False, "font": {"size": 16}})
     wmax = max(float(max(sw.max(initial=0.0), mean.max(initial=0.0))), 1e-6)
     smax = max(float(std.max(initial=0.0)), 1e-6)
-    _finish(fig, f"Layer {layer}, head {head}: attention maps (rows: queries, columns: keys)",
-            280 * rows + 80, legend=False)
-    fig.update_layout(
-        coloraxis={"colorscale": "Blues", "cmin": 0.0, "cmax": wmax,
+    return _figure(data, _layout(
+        f"Layer {layer}, head {head}: attention maps (rows: queries, columns: keys)", 280 * rows + 80,
+        legend=False, annotations=titles, **axes,
+        coloraxis={"colorscale": WEIGHT_SCALE, "cmin": 0.0, "cmax": wmax,
                    "colorbar": {"title": {"text": "weight"}, "x": 1.0, "len": 0.45, "y": 0.77}},
-        coloraxis2={"colorscale": "Oranges", "cmin": 0.0, "cmax": smax,
+        coloraxis2={"colorscale": STD_SCALE, "cmin": 0.0, "cmax": smax,
                     "colorbar": {"title": {"text": "std"}, "x": 1.0, "len": 0.45, "y": 0.23}},
-    )
-    return fig
+    ))
 
 
 # ---- panel 3: the prediction --------------------------------------------------------------------
@@ -220,54 +279,70 @@ def prediction_figure(result: ExplainResult, bins: int = 20) -> go.Figure:
     centres = (edges[:-1] + edges[1:]) / 2
     top = max(int(counts.max(initial=0)), 1) * 1.15
     mf, mc = float(_np(result.mean_field_probs)[i]), float(_np(result.mc_probs)[i])
-    fig = go.Figure()
-    fig.add_trace(go.Bar(x=centres, y=counts, width=edges[1] - edges[0], name="attention samples",
-                         marker_color=POSTERIOR_COLOUR, opacity=0.6,
-                         hovertemplate="P(positive) ≈ %{x:.2f}<br>%{y} samples<extra></extra>"))
-    fig.add_trace(go.Scatter(x=p, y=np.full_like(p, -0.04 * top), mode="markers", name="each sample",
-                             marker={"symbol": "line-ns-open", "size": 10, "color": POSTERIOR_COLOUR},
-                             hovertemplate="%{x:.3f}<extra>sample</extra>", showlegend=False))
+    data = [
+        {"type": "bar", "x": centres, "y": counts, "width": float(edges[1] - edges[0]),
+         "name": "attention samples", "marker": {"color": POSTERIOR_COLOUR}, "opacity": 0.6,
+         "hovertemplate": "P(positive) ≈ %{x:.2f}<br>%{y} samples<extra></extra>"},
+        {"type": "scatter", "x": p, "y": np.full_like(p, -0.04 * top), "mode": "markers",
+         "name": "each sample", "showlegend": False,
+         "marker": {"symbol": "line-ns-open", "size": 10, "color": POSTERIOR_COLOUR},
+         "hovertemplate": "%{x:.3f}<extra>sample</extra>"},
+    ]
     for name, x, colour, dash in (("f(E[z]): mean attention", mf, MEAN_FIELD_COLOUR, "dash"),
                                   ("E[f(z)]: average over samples", mc, MC_COLOUR, "solid")):
-        fig.add_trace(go.Scatter(x=[x, x], y=[0.0, top], mode="lines", name=name,
-                                 line={"color": colour, "dash": dash, "width": 3},
-                                 hovertemplate=f"{x:.3f}<extra>{name}</extra>"))
-    fig.add_vline(x=0.5, line={"color": "#bbbbbb", "width": 1, "dash": "dot"})
-    fig.update_layout(
-        bargap=0.05, xaxis={"title": "P(positive)", "range": [-0.02, 1.02]},
-        yaxis={"title": "number of samples", "range": [-0.08 * top, top]},
-    )
-    return _finish(fig, f"P(positive) across {result.n_samples} attention samples", 340)
+        data.append({"type": "scatter", "x": [x, x], "y": [0.0, top], "mode": "lines", "name": name,
+                     "line": {"color": colour, "dash": dash, "width": 3},
+                     "hovertemplate": f"{x:.3f}<extra>{name}</extra>"})
+    chance = {"type": "line", "xref": "x", "yref": "y domain", "x0": 0.5, "x1": 0.5, "y0": 0, "y1": 1,
+              "line": {"color": "#bbbbbb", "width": 1, "dash": "dot"}}
+    return _figure(data, _layout(
+        f"P(positive) across {result.n_samples} attention samples", 340, bargap=0.05, shapes=[chance],
+        xaxis=_axis(title={"text": "P(positive)"}, range=[-0.02, 1.02]),
+        yaxis=_axis(title={"text": "number of samples"}, range=[-0.08 * top, top]),
+    ))
 
 
 def entropy_figure(result: ExplainResult) -> go.Figure:
     """Total predictive entropy as one bar: expected entropy (aleatoric) + mutual information."""
     aleatoric = float(np.nan_to_num(result.expected_entropy))
     epistemic = float(np.nan_to_num(result.mutual_information))
-    fig = go.Figure()
-    for name, value, colour in (("aleatoric: expected entropy", aleatoric, "#8c9eff"),
-                                ("epistemic: mutual information", epistemic, "#ff8a65")):
-        fig.add_trace(go.Bar(y=["uncertainty"], x=[max(value, 0.0)], name=name, orientation="h",
-                             marker_color=colour, text=[f"{value:.3f}"], textposition="inside",
-                             hovertemplate=f"{name}: {value:.4f} nats<extra></extra>"))
-    fig.update_layout(barmode="stack", yaxis={"visible": False},
-                      xaxis={"range": [0, max(LN2, aleatoric + epistemic) * 1.02]})
+    data = [
+        {"type": "bar", "y": ["uncertainty"], "x": [max(value, 0.0)], "name": name, "orientation": "h",
+         "marker": {"color": colour}, "text": [f"{value:.3f}"], "textposition": "inside",
+         "hovertemplate": f"{name}: {value:.4f} nats<extra></extra>"}
+        for name, value, colour in (("aleatoric: expected entropy", aleatoric, "#8c9eff"),
+                                    ("epistemic: mutual information", epistemic, "#ff8a65"))
+    ]
     total = aleatoric + epistemic
-    return _finish(fig, f"Total predictive entropy {total:.3f} nats (at most ln 2 = {LN2:.3f})", 190)
+    return _figure(data, _layout(
+        f"Total predictive entropy {total:.3f} nats (at most ln 2 = {LN2:.3f})", 190, barmode="stack",
+        yaxis=_axis(visible=False), xaxis=_axis(range=[0, max(LN2, total) * 1.02]),
+    ))
 
 
 # ---- panel 4: where the uncertainty lives ------------------------------------------------------
+def _stochastic_range(values: np.ndarray) -> tuple[float, float]:
+    """[min, max] of the stochastic layers' values, widened when they are all equal."""
+    lo, hi = float(values.min(initial=np.inf)), float(values.max(initial=-np.inf))
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return 0.0, 1e-6
+    if hi <= lo:
+        hi = lo + 1e-6 * max(1.0, abs(lo))
+    return lo, hi
+
+
 def layer_head_figure(result: ExplainResult, which: str = "spread",
                       selected: tuple[int, int] | None = None) -> go.Figure:
     """Layers x heads heatmap of attention spread or of KL(q || prior); deterministic layers greyed.
 
-    KL is coloured on log10(1 + KL) so one huge value does not wash out the rest; hover shows the
-    value itself.
+    The colour runs over [min, max] of the stochastic layers alone: KL(Weibull || Gamma) carries a
+    large part shared by every head (~1000 nats), which saturates any scale starting at 0. Hover
+    shows the value itself.
     """
     if which == "spread":
-        values, title = _np(result.spread), "attention spread (mean std of sampled weights)"
+        values, title, unit = _spread(result), "attention spread (mean std of sampled weights)", "spread"
     elif which == "kl":
-        values, title = _np(result.kl), "KL(q ‖ prior), summed over queries and keys"
+        values, title, unit = _np(result.kl), "KL(q ‖ prior), summed over queries and keys", "KL (nats)"
     else:
         raise ValueError(f"which must be 'spread' or 'kl', not {which!r}")
     L, H = values.shape
@@ -276,39 +351,36 @@ def layer_head_figure(result: ExplainResult, which: str = "spread",
            for layer in range(L)]
     stochastic = [layer for layer in range(L) if is_stochastic(result, layer)]
     deterministic = [layer for layer in range(L) if not is_stochastic(result, layer)]
-    fig = go.Figure()
+    data = []
     if stochastic:
         v = values[stochastic]                                                  # (Ls, H)
-        colour = np.log10(1.0 + np.maximum(v, 0.0)) if which == "kl" else v
-        cmax = max(float(colour.max(initial=0.0)), 1e-6)
-        ticks = np.linspace(0.0, cmax, 5)
-        fig.add_trace(go.Heatmap(
-            z=colour, x=heads, y=[row[layer] for layer in stochastic], customdata=v, name=which,
-            zmin=0.0, zmax=cmax, colorscale="Viridis",
-            colorbar={"title": {"text": "KL" if which == "kl" else "spread"}, "tickvals": ticks,
-                      "ticktext": [f"{10**t - 1:.3g}" if which == "kl" else f"{t:.3g}" for t in ticks]},
-            hovertemplate="%{y}, %{x}<br>%{customdata:.4g}<extra></extra>",
-        ))
+        lo, hi = _stochastic_range(v)
+        ticks = np.linspace(lo, hi, 5)
+        data.append({
+            "type": "heatmap", "z": v, "x": heads, "y": [row[layer] for layer in stochastic], "name": which,
+            "zmin": lo, "zmax": hi, "colorscale": VALUE_SCALE,
+            "colorbar": {"title": {"text": unit}, "tickvals": ticks, "ticktext": [f"{t:.4g}" for t in ticks]},
+            "hovertemplate": "%{y}, %{x}<br>%{z:.4g}<extra></extra>",
+        })
     if deterministic:
-        fig.add_trace(go.Heatmap(
-            z=np.zeros((len(deterministic), H)), x=heads, y=[row[layer] for layer in deterministic],
-            name="deterministic", colorscale=[[0, DETERMINISTIC_COLOUR], [1, DETERMINISTIC_COLOUR]],
-            showscale=False, text=[["det."] * H for _ in deterministic], texttemplate="%{text}",
-            textfont={"color": "#757575", "size": 10},
-            hovertemplate="%{y}: ordinary softmax attention, no randomness<extra></extra>",
-        ))
+        data.append({
+            "type": "heatmap", "z": np.zeros((len(deterministic), H)), "x": heads,
+            "y": [row[layer] for layer in deterministic], "name": "deterministic",
+            "colorscale": [[0, DETERMINISTIC_COLOUR], [1, DETERMINISTIC_COLOUR]], "showscale": False,
+            "text": [["det."] * H for _ in deterministic], "texttemplate": "%{text}",
+            "textfont": {"color": "#757575", "size": 10},
+            "hovertemplate": "%{y}: ordinary softmax attention, no randomness<extra></extra>",
+        })
     if selected is not None and 0 <= selected[0] < L and 0 <= selected[1] < H:
         layer, head = selected
-        fig.add_trace(go.Scatter(x=[heads[head]], y=[row[layer]], mode="markers", name="selected",
-                                 marker={"symbol": "square-open", "size": 22, "color": "#d62728",
-                                         "line": {"width": 3}},
-                                 hovertemplate="selected<extra></extra>", showlegend=False))
-    _finish(fig, title, max(240, 34 * L + 110), legend=False)
-    fig.update_layout(
-        xaxis={"type": "category", "categoryorder": "array", "categoryarray": heads},
-        yaxis={"type": "category", "categoryorder": "array", "categoryarray": row, "autorange": "reversed"},
-    )
-    return fig
+        data.append({"type": "scatter", "x": [heads[head]], "y": [row[layer]], "mode": "markers",
+                     "name": "selected", "showlegend": False, "hovertemplate": "selected<extra></extra>",
+                     "marker": {"symbol": "square-open", "size": 22, "color": "#d62728", "line": {"width": 3}}})
+    return _figure(data, _layout(
+        title, max(240, 34 * L + 110), legend=False,
+        xaxis=_axis(type="category", categoryorder="array", categoryarray=heads),
+        yaxis=_axis(type="category", categoryorder="array", categoryarray=row, autorange="reversed"),
+    ))
 
 
 # ---- captions -----------------------------------------------------------------------------------
@@ -342,10 +414,11 @@ def key_density_caption(result: ExplainResult, layer: int, head: int, query: int
     if not is_stochastic(result, layer) or not result.posterior_params:
         return "No density to draw for this choice; the bars above show the weights."
     hyper = ", ".join(f"{k} = {v:.3g}" for k, v in result.hyper.items()) or "no hyperparameters"
-    return (f"The dashed grey curve is the prior for the score of {_tok(result, query)} → "
-            f"{_tok(result, key)}; the blue curve is the posterior q the model actually samples "
-            f"from ({hyper}). A narrow blue curve means a confident, nearly fixed weight; moving the "
-            "sliders reshapes both curves.")
+    return (f"The dashed grey curve is the prior for {_tok(result, query)} → {_tok(result, key)}; "
+            f"the blue curve is the posterior q the model actually samples from ({hyper}). The axis is "
+            "log10, so one step is a factor of 10; each curve is scaled to its own peak so that both "
+            "stay visible (hover for the density itself). A narrow blue curve means a confident, nearly "
+            "fixed weight; moving the sliders reshapes both curves.")
 
 
 def sampled_maps_caption(result: ExplainResult, layer: int, head: int) -> str:
@@ -380,12 +453,17 @@ def layer_head_caption(result: ExplainResult) -> str:
     if not result.stochastic_layers:
         return ("Every layer of this model is deterministic (grey): its attention is a single "
                 "softmax, so there is no spread and no KL to show.")
-    spread, kl = _np(result.spread), _np(result.kl)
+    spread, kl = _spread(result), _np(result.kl)
     sl = result.stochastic_layers
     s_idx = np.unravel_index(int(spread[sl].argmax()), spread[sl].shape)
     k_idx = np.unravel_index(int(kl[sl].argmax()), kl[sl].shape)
+    s_lo, s_hi = _stochastic_range(spread[sl])
+    k_lo, k_hi = _stochastic_range(kl[sl])
     return (f"Only layers {', '.join(map(str, sl))} are stochastic; grey rows are ordinary, "
             f"deterministic attention. The most uncertain head is layer {sl[s_idx[0]]} head "
             f"{s_idx[1]} (spread {spread[sl][s_idx]:.3f}); the head that moved furthest from its "
             f"prior is layer {sl[k_idx[0]]} head {k_idx[1]} (KL {kl[sl][k_idx]:.3g} nats). "
-            "The red square marks the head shown above.")
+            f"Colours are relative: they stretch over the stochastic heads' own range, spread "
+            f"{s_lo:.3g} to {s_hi:.3g} and KL {k_lo:.4g} to {k_hi:.4g} nats, so a bright head is high "
+            "compared with the others, not necessarily high in itself. The red square marks the head "
+            "shown above.")

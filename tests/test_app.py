@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 import bam_viz
 from bam_viz.attention import HYPER_RANGES
+from views.state import N_SAMPLES_RANGE
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 MODELS = bam_viz.available_models()
@@ -112,7 +113,7 @@ def test_hyper_sliders_at_extremes(at, name, keys):
 def test_sampling_and_picture_controls_at_extremes(at):
     at.selectbox(key="model").set_value("bam-wc")
     ok(at.run())
-    for key, values in (("n_samples", (1, 128, 32)),):
+    for key, values in (("n_samples", (*N_SAMPLES_RANGE, 32)),):
         for v in values:
             at.slider(key=key).set_value(v)
             ok(at.run())
@@ -206,7 +207,7 @@ def test_bad_query_params_are_ignored_or_clamped():
     at = ok(new_app(model="no-such-model", shape_k="nan", n_samples="1e9", seed="x", layer="99",
                     query_token="-3").run())
     assert at.selectbox(key="model").value == "bam-wc"
-    assert at.slider(key="n_samples").value == 128
+    assert at.slider(key="n_samples").value == N_SAMPLES_RANGE[1] == 64
     assert at.number_input(key="seed").value == 0
     assert at.selectbox(key="layer").value == bam_viz.load("bam-wc").n_layers - 1
     assert at.selectbox(key="query_token").value == 0

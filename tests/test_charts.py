@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import json
+
 import numpy as np
 import plotly.graph_objects as go
 import pytest
@@ -153,7 +156,8 @@ def test_extreme_weights_and_huge_kl():
     for fig in figs.values():
         assert_finite(fig)
     kl = [t for t in figs["kl"].data if t.name == "kl"][0]
-    assert np.max(kl.z) > 30                                     # log10(1 + 1e30): huge but drawn
+    assert np.max(kl.z) >= 1e30                                  # huge but drawn, and the colour range holds it
+    assert kl.zmin == 0.0 and kl.zmax >= 1e30
     captions = all_captions(r, 1)
     assert all("nan" not in c.lower() for c in captions)
 
@@ -227,6 +231,87 @@ def test_figures_serialise():
     r = fake("dirichlet", T=6)
     for fig in all_figures(r, 5).values():
         assert fig.to_json()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("T", [1, 7, 50])
+def test_figures_pass_plotly_validation(family, T):
+    """Builders skip plotly's validation for speed; re-validating must find nothing to reject and
+    nothing to rewrite (a shorthand such as a colour-scale name that only plotly.py expands would
+    reach plotly.js as is)."""
+    r = fake(family, T=T)
+    for layer in sorted({0, *r.stochastic_layers}):
+        for name, fig in all_figures(r, layer).items():
+            try:
+                validated = go.Figure(fig.to_dict())
+            except (ValueError, TypeError) as err:
+                pytest.fail(f"{family}, T={T}, layer {layer}, {name}: {err}")
+            assert json.loads(validated.to_json()) == json.loads(fig.to_json()), (family, T, layer, name)
+
+
+def test_validation_check_can_fail():
+    """The guard above: an invalid property in an unvalidated figure is caught on re-validation."""
+    fig = go.Figure({"data": [{"type": "bar", "x": [1], "colour": "red"}], "layout": {}}, _validate=False)
+    with pytest.raises(ValueError):
+        go.Figure(fig.to_dict())
+    fig = go.Figure({"data": [{"type": "heatmap", "z": [[1]], "colorscale": "Oranges"}], "layout": {}},
+                    _validate=False)
+    assert json.loads(go.Figure(fig.to_dict()).to_json()) != json.loads(fig.to_json())
+
+
+def test_kl_colour_spans_the_stochastic_range_only():
+    r = fake("weibull")                                          # layers 4, 5 stochastic of 6
+    r.kl = 988.0 + torch.rand(r.kl.shape, generator=torch.Generator().manual_seed(1))
+    for which, values in (("kl", r.kl), ("spread", r.spread)):
+        fig = charts.layer_head_figure(r, which)
+        main = [t for t in fig.data if t.name == which][0]
+        assert main.zmin == pytest.approx(float(values[4:].min()))
+        assert main.zmax == pytest.approx(float(values[4:].max()))
+        assert main.colorbar.ticktext[0] == f"{float(values[4:].min()):.4g}"
+    caption = charts.layer_head_caption(r)
+    assert "relative" in caption and f"{float(r.kl[4:].min()):.4g}" in caption
+    r.kl = torch.full(r.kl.shape, 5.0)                           # all equal: a valid, non-empty range
+    main = [t for t in charts.layer_head_figure(r, "kl").data if t.name == "kl"][0]
+    assert main.zmax > main.zmin == 5.0
+
+
+@pytest.mark.parametrize("family", ["weibull", "lognormal", "dirichlet"])
+def test_density_is_on_log10_axis_with_a_bounded_y(family):
+    r = fake(family)
+    fig = charts.key_density_figure(r, 5, 0, 0, 1)
+    densities = r.key_densities(5, 0, 0, 1)
+    assert fig.layout.xaxis.title.text == densities["label"] and "log10" in densities["label"]
+    assert list(fig.layout.yaxis.range) == [0.0, 1.08]
+    for trace, which in zip(fig.data, ("prior", "posterior"), strict=True):
+        assert max(trace.y) == pytest.approx(1.0)
+        np.testing.assert_allclose(trace.customdata, densities[which])
+    assert "log10" in charts.key_density_caption(r, 5, 0, 0, 1)
+
+
+def test_density_none_gives_a_message(monkeypatch):
+    r = fake("weibull")
+    monkeypatch.setattr(type(r), "key_densities", lambda self, *args, **kw: None)
+    fig = charts.key_density_figure(r, 5, 0, 0, 1)
+    assert not fig.data and "no continuous density" in fig.layout.annotations[0].text
+    go.Figure(fig.to_dict())
+
+
+def test_spread_is_computed_once_per_result(monkeypatch):
+    r = fake("weibull")
+    calls = []
+    real = type(r).spread.fget
+    monkeypatch.setattr(type(r), "spread", property(lambda self: calls.append(1) or real(self)))
+    charts.layer_head_figure(r, "spread")
+    charts.layer_head_caption(r)
+    charts.layer_head_figure(r, "spread", selected=(5, 0))
+    assert len(calls) == 1
+    other = fake("weibull", seed=1)
+    charts.layer_head_figure(other, "spread")
+    assert len(calls) == 2
+    key = id(other)
+    del other
+    gc.collect()
+    assert key not in charts._SPREADS                            # forgotten with its result
 
 
 def test_density_overflow_gives_a_message_not_an_error():

@@ -16,7 +16,7 @@ from bam_viz.attention import HYPER_RANGES
 
 DEFAULT_MODEL = "bam-wc"
 DEFAULT_N_SAMPLES = 32
-N_SAMPLES_RANGE = (1, 128)
+N_SAMPLES_RANGE = (1, 64)             # see get_result for the memory bound
 SEED_RANGE = (0, 9999)
 GRID_PER_DECADE = 16                    # log sliders: ~15% steps
 EXAMPLES = {
@@ -41,13 +41,35 @@ HYPER_HELP = {
 @st.cache_resource(show_spinner="Loading the model…")
 def get_model(name: str):
     """One model per process, shared by every session and treated as read-only."""
+    _one_torch_thread()
     return bam_viz.load(name)
 
 
-@st.cache_data(max_entries=32, show_spinner="Sampling attention…")
+def _one_torch_thread() -> None:
+    """One intra-op thread, unless OMP_NUM_THREADS says otherwise.
+
+    Sessions already run in threads of their own, and torch's default (a thread per core)
+    oversubscribes the CPU as soon as anything else runs: with training in the background on 2
+    cores, `explain()` (24 tokens, 32 samples) took 2.3 s with 2 threads and 0.2 s with one.
+    """
+    import os
+
+    import torch
+
+    if "OMP_NUM_THREADS" not in os.environ:
+        torch.set_num_threads(1)
+
+
+# Shared, read-only results rather than `st.cache_data`: that pickles a result (12 MB at 24 tokens and
+# 32 samples) on every miss and unpickles it on every hit. The bound is in entries, not bytes, so
+# N_SAMPLES_RANGE caps a result at 0.6 GB (64 samples, 128 tokens).
+@st.cache_resource(max_entries=8, show_spinner="Sampling attention…")
 def get_result(_model, name: str, text: str, hyper: tuple[tuple[str, float], ...], n_samples: int,
                seed: int):
-    """`explain()` once per (model, text, hyperparameters, n_samples, seed); `_model` is unhashed."""
+    """`explain()` once per (model, text, hyperparameters, n_samples, seed); `_model` is unhashed.
+
+    Every session shares the returned object: nothing may modify it.
+    """
     return _model.explain(text, n_samples=n_samples, seed=seed, **dict(hyper))
 
 
