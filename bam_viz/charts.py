@@ -246,9 +246,11 @@ def sampled_maps_figure(result: ExplainResult, layer: int, head: int, n_show: in
         y1 = 1.0 - row * (height + v_gap)
         x_domain = [round(max(x0, 0.0), 6), round(min(x0 + width, 1.0), 6)]
         y_domain = [round(max(y1 - height, 0.0), 6), round(min(y1, 1.0), 6)]
+        # Fixed margins (below) instead of automargin: plotly.js re-lays out 16 axes otherwise,
+        # the largest part of drawing this figure in the browser.
         axes[f"xaxis{n}"] = _axis(domain=x_domain, anchor=f"y{n}", type="category", showticklabels=show,
-                                  tickangle=-60, tickfont={"size": 9})
-        axes[f"yaxis{n}"] = _axis(domain=y_domain, anchor=f"x{n}", type="category",
+                                  tickangle=-60, tickfont={"size": 9}, automargin=False)
+        axes[f"yaxis{n}"] = _axis(domain=y_domain, anchor=f"x{n}", type="category", automargin=False,
                                   showticklabels=show and col == 0, autorange="reversed", tickfont={"size": 9})
         data.append({
             "type": "heatmap", "z": z, "x": labels, "y": labels, "coloraxis": coloraxis, "name": title,
@@ -260,9 +262,13 @@ def sampled_maps_figure(result: ExplainResult, layer: int, head: int, n_show: in
                        "showarrow": False, "font": {"size": 16}})
     wmax = max(float(max(sw.max(initial=0.0), mean.max(initial=0.0))), 1e-6)
     smax = max(float(std.max(initial=0.0)), 1e-6)
-    return _figure(data, _layout(
-        f"Layer {layer}, head {head}: attention maps (rows: queries, columns: keys)", 280 * rows + 80,
-        legend=False, annotations=titles, **axes,
+    # ~5.5 px per character at font size 9; x labels are turned 60 degrees.
+    label_px = int(5.5 * max((len(s) for s in labels), default=1)) + 8 if show else 8
+    layout = _layout(f"Layer {layer}, head {head}: attention maps (rows: queries, columns: keys)",
+                     280 * rows + 80 + label_px, legend=False)
+    layout["margin"] = {"l": label_px + 10, "r": 90, "t": layout["margin"]["t"], "b": int(0.87 * label_px) + 10}
+    return _figure(data, dict(
+        layout, annotations=titles, **axes,
         coloraxis={"colorscale": WEIGHT_SCALE, "cmin": 0.0, "cmax": wmax,
                    "colorbar": {"title": {"text": "weight"}, "x": 1.0, "len": 0.45, "y": 0.77}},
         coloraxis2={"colorscale": STD_SCALE, "cmin": 0.0, "cmax": smax,
