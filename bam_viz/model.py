@@ -213,7 +213,9 @@ class BamClassifier(nn.Module):
         q, k, v = attn.heads(attn.query(x)), attn.heads(attn.key(x)), attn.heads(attn.value(x))
         B, H, T, d = q.shape
         scores = (q[:, :, :1] @ k.transpose(-1, -2) / math.sqrt(d)).squeeze(-2)          # (B, H, T)
-        scores = scores.masked_fill(~mask[:, None], float("-inf"))
+        # A finite floor, not -inf: a padded key is -inf in every head, and the logsumexp over heads
+        # of an all -inf column has a NaN gradient that log_softmax spreads over the whole row.
+        scores = scores.masked_fill(~mask[:, None], torch.finfo(scores.dtype).min)
         log_pz = torch.logsumexp(scores.log_softmax(-1), 1) - math.log(H)                # (B, T)
         x_cls = x[:, :1]                                                                   # (B, 1, C)
         if mode == "enumerate":

@@ -141,9 +141,11 @@ def test_training_loss_reaches_adapters_head_and_priors(models, name):
     m = models[name].train()
     try:
         ids, mask = m.tokenizer.batch([TEXT, "Dreadful."])
+        assert not mask.all()  # the short text is padded
         nll, kl = loss_terms(m, ids, mask, torch.tensor([1, 0]), torch.Generator().manual_seed(0))
         (nll + 0.1 * kl).backward()
         grads = {n: p.grad for n, p in m.named_parameters() if p.requires_grad}
+        assert all(torch.isfinite(g).all() for g in grads.values() if g is not None)  # padded batch
         assert grads["head.weight"].abs().sum() > 0
         # B starts at zero (Hu et al. 2022), so the first gradient reaches B, not A.
         assert any("lora_b" in n and g is not None and g.abs().sum() > 0 for n, g in grads.items())
