@@ -127,10 +127,10 @@ def test_out_of_domain_corpus_adds_ood_aurocs(corpus_dir: Path) -> None:
 
 
 def test_compare_identical_results_is_zero_width(fake_movies: dict) -> None:
-    for metric in ("accuracy", "nll", "brier"):
+    for metric in ("accuracy", "nll", "brier", "ece"):
         assert ev.compare(fake_movies, fake_movies, metric, n_boot=100) == (0.0, 0.0, 0.0)
     with pytest.raises(ValueError, match="metric must be"):
-        ev.compare(fake_movies, fake_movies, "ece")
+        ev.compare(fake_movies, fake_movies, "auroc")
 
 
 def test_compare_aligns_by_id(fake_movies: dict) -> None:
