@@ -2,10 +2,11 @@
 
 import json
 
+from test_evaluate import FakePredictor
+
 from bam_viz import evaluate as ev
 from bam_viz.__main__ import main
 from bam_viz.data import data_dir
-from tests.test_evaluate import FakePredictor
 
 
 def test_report_tables_from_saved_results(tmp_path, capsys):
