@@ -191,9 +191,15 @@ class BamClassifier(nn.Module):
             layer = self.bert.layers[i]
             if self.family == "categorical" and i == self.n_layers - 1:
                 return self._categorical_top(layer, x, mask, mode, generator, trace, traces, labels)
-            x, t = layer(x, mask, p=self._dropout_p(i, mode), generator=generator,
-                         mode=mode if i in self.config.stochastic_layers else "mean",
-                         hyper=hyper, trace=trace)
+            p = self._dropout_p(i, mode)
+            kw = dict(mode=mode if i in self.config.stochastic_layers else "mean", hyper=hyper, trace=trace)
+            if i == self.n_layers - 1 and p == 0:
+                # Only [CLS] feeds the head: the top layer's feed-forward runs on that row alone
+                # (a third of the sampled pass). With dropout on, the full rows keep the random stream.
+                context, t, _ = layer.attention.self(x, mask, generator=generator, **kw)
+                x = layer.post_attention(x[:, :1], context[:, :1])
+            else:
+                x, t = layer(x, mask, p=p, generator=generator, **kw)
             traces.append(t)
             if t is not None:
                 kl = kl + t.kl.sum(-1)
