@@ -23,17 +23,6 @@ EXPECTED = {
 MOVIES_FINGERPRINT = "1eab1b0738a6f29b16c339b94a6ee280ae7c9f164903c25e3d0b91d28d22b624"
 
 
-@pytest.fixture(scope="module")
-def corpus_dir() -> Path:
-    found = data_dir()
-    if found is None:
-        pytest.fail(
-            "the VADER ICWSM-2014 corpora are missing: expected ../shared/data/vader-icwsm2014 beside "
-            "the repository or $BAM_VIZ_DATA (see bam_viz/data.py); CI provides them"
-        )
-    return found
-
-
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_sizes_and_class_balance(corpus_dir: Path, name: str) -> None:
     n, pos, neg, amb = EXPECTED[name]

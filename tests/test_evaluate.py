@@ -13,18 +13,6 @@ import pytest
 
 import bam_viz
 from bam_viz import evaluate as ev
-from bam_viz.data import data_dir
-
-
-@pytest.fixture(scope="module")
-def corpus_dir() -> Path:
-    found = data_dir()
-    if found is None:
-        pytest.fail(
-            "the VADER ICWSM-2014 corpora are missing: expected ../shared/data/vader-icwsm2014 beside "
-            "the repository or $BAM_VIZ_DATA (see bam_viz/data.py); CI provides them"
-        )
-    return found
 
 
 class FakePredictor:

@@ -1,0 +1,19 @@
+"""Fixtures shared by the test files."""
+
+from pathlib import Path
+
+import pytest
+
+from bam_viz.data import data_dir
+
+
+@pytest.fixture(scope="session")
+def corpus_dir() -> Path:
+    """The human-rated corpora; missing data fails loudly rather than skipping (CI provides it)."""
+    found = data_dir()
+    if found is None:
+        pytest.fail(
+            "the VADER ICWSM-2014 corpora are missing: expected ../shared/data/vader-icwsm2014 beside "
+            "the repository or $BAM_VIZ_DATA (see bam_viz/data.py); CI provides them"
+        )
+    return found
