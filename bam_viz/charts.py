@@ -12,7 +12,6 @@ import html
 import math
 import unicodedata
 import warnings
-import weakref
 
 import numpy as np
 import plotly.colors
@@ -117,20 +116,6 @@ def _message_figure(message: str, height: int = 380) -> go.Figure:
         "annotations": [{"text": html.escape(message), "showarrow": False, "x": 0.5, "y": 0.5,
                          "xref": "paper", "yref": "paper", "font": {"size": 14}}],
     })
-
-
-_SPREADS: dict[int, np.ndarray] = {}
-
-
-def _spread(result: ExplainResult) -> np.ndarray:
-    """`result.spread`, once per result object: a std over every sampled weight (~20 ms at 32
-    samples) that the heatmap and the caption both read on each rerun. Results are read-only, so
-    the value cannot go stale; the entry goes when the result does."""
-    key = id(result)
-    if key not in _SPREADS:
-        _SPREADS[key] = _np(result.spread)                                      # (L, H)
-        weakref.finalize(result, _SPREADS.pop, key, None)
-    return _SPREADS[key]
 
 
 def is_stochastic(result: ExplainResult, layer: int) -> bool:
@@ -346,7 +331,7 @@ def layer_head_figure(result: ExplainResult, which: str = "spread",
     shows the value itself.
     """
     if which == "spread":
-        values, title, unit = _spread(result), "attention spread (mean std of sampled weights)", "spread"
+        values, title, unit = _np(result.spread), "attention spread (mean std of sampled weights)", "spread"
     elif which == "kl":
         values, title, unit = _np(result.kl), "KL(q ‖ prior), summed over queries and keys", "KL (nats)"
     else:
@@ -459,7 +444,7 @@ def layer_head_caption(result: ExplainResult) -> str:
     if not result.stochastic_layers:
         return ("Every layer of this model is deterministic (grey): its attention is a single "
                 "softmax, so there is no spread and no KL to show.")
-    spread, kl = _spread(result), _np(result.kl)
+    spread, kl = _np(result.spread), _np(result.kl)
     sl = result.stochastic_layers
     s_idx = np.unravel_index(int(spread[sl].argmax()), spread[sl].shape)
     k_idx = np.unravel_index(int(kl[sl].argmax()), kl[sl].shape)
