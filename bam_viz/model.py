@@ -16,6 +16,7 @@ import torch.nn as nn
 
 from bam_viz.attention import (
     FAMILY_HYPER,
+    STOCHASTIC_FAMILIES,
     AttentionConfig,
     AttentionTrace,
     categorical_sample,
@@ -184,26 +185,40 @@ class BamClassifier(nn.Module):
         """Layers from the first stochastic one up, on (B, T, C) states; returns logits
         (n_samples * B, 2), per-layer traces and the summed KL (n_samples * B,)."""
         start = min(self.first_stochastic, self.n_layers)
-        if n_samples > 1:  # sample-major tiling: row s * B + b
-            x, mask = x.repeat(n_samples, 1, 1), mask.repeat(n_samples, 1)
-        traces, kl = [], x.new_zeros(x.shape[0])
+        # Sample-major tiling, row s * B + b. The first layer here gets its input untiled: its
+        # queries, keys, values and scores are the same in every sample, so they are computed once
+        # and the attention core tiles them while it draws the S weight samples (the same draws,
+        # in the same order, as on tiled input).
+        reps = n_samples if n_samples > 1 else 1
+        traces, kl = [], x.new_zeros(x.shape[0] * reps)
         for i in range(start, self.n_layers):
             layer = self.bert.layers[i]
             if self.family == "categorical" and i == self.n_layers - 1:
+                if reps > 1:
+                    x, mask, reps = x.repeat(reps, 1, 1), mask.repeat(reps, 1), 1
                 return self._categorical_top(layer, x, mask, mode, generator, trace, traces, labels)
             p = self._dropout_p(i, mode)
-            kw = dict(mode=mode if i in self.config.stochastic_layers else "mean", hyper=hyper, trace=trace)
+            sampled = mode if i in self.config.stochastic_layers else "mean"
+            kw = dict(mode=sampled, hyper=hyper, trace=trace)
+            if reps > 1 and not (sampled == "sample" and self.family in STOCHASTIC_FAMILIES):
+                # The core would not tile (softmax with MC dropout): tile first, so that every
+                # sample gets its own dropout masks.
+                x, mask, reps = x.repeat(reps, 1, 1), mask.repeat(reps, 1), 1
+            context, t, _ = layer.attention.self(x, mask, generator=generator, attn_dropout=p,
+                                                 n_samples=reps, **kw)
+            if reps > 1:
+                x, mask, reps = x.repeat(reps, 1, 1), mask.repeat(reps, 1), 1
             if i == self.n_layers - 1 and p == 0:
                 # Only [CLS] feeds the head: the top layer's feed-forward runs on that row alone
                 # (a third of the sampled pass). With dropout on, the full rows keep the random stream.
-                context, t, _ = layer.attention.self(x, mask, generator=generator, **kw)
                 x = layer.post_attention(x[:, :1], context[:, :1])
             else:
-                x, t = layer(x, mask, p=p, generator=generator, **kw)
+                x = layer.post_attention(x, context, p, generator)
             traces.append(t)
-            if t is not None:
-                kl = kl + t.kl.sum(-1)
-        cls = x[:, 0]
+            if t is not None:  # the untiled layer's KL is one per input row: the same in every sample
+                layer_kl = t.kl.sum(-1)
+                kl = kl + layer_kl.repeat(kl.shape[0] // layer_kl.shape[0])
+        cls = x[:, 0].repeat(reps, 1)  # reps > 1 only when no layer ran (a deterministic model)
         if self.training:
             cls = dropout(cls, self.config.dropout, generator)
         return self.head(cls), traces, kl

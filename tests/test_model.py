@@ -173,3 +173,26 @@ def test_merged_adapters_compute_the_same_function():
     nll, _ = loss_terms(m, ids, mask, torch.tensor([1]), g)
     nll.backward()
     assert any("lora_a" in n and p.grad is not None and p.grad.abs().sum() > 0 for n, p in m.named_parameters())
+
+
+@pytest.mark.parametrize("name", ["bam-wc", "bam-lc", "dirichlet", "mc-dropout", "categorical"])
+@pytest.mark.parametrize("training", [False, True])
+def test_untiled_first_layer_draws_exactly_what_tiled_input_draws(models, name, training):
+    """upper() computes the first sampled layer's scores once per sentence and lets the core tile
+    them; the draws, logits and KL must equal those of S tiled copies of the input."""
+    m = models[name].train(training)
+    try:
+        ids, mask = m.tokenizer.batch([TEXT, "Dreadful."])
+        with torch.no_grad():
+            x, _ = m.lower(ids, mask)
+            S = 3
+            logits, _, kl = m.upper(x, mask, n_samples=S, generator=torch.Generator().manual_seed(4))
+            ref_logits, _, ref_kl = m.upper(x.repeat(S, 1, 1), mask.repeat(S, 1), n_samples=1,
+                                            generator=torch.Generator().manual_seed(4))
+    finally:
+        m.eval()
+    assert logits.shape == (S * 2, 2)
+    torch.testing.assert_close(logits, ref_logits, atol=1e-5, rtol=0)
+    torch.testing.assert_close(kl, ref_kl, atol=1e-5, rtol=1e-5)
+    # and the samples differ from one another (the tiling did not copy one draw S times)
+    assert not torch.allclose(logits[0], logits[2])
