@@ -173,6 +173,7 @@ def evaluate(
     seed: int = 0,
     data: str | Path | None = None,
     batch_size: int = 64,
+    references: bool = True,
 ) -> dict:
     """Metrics of `predictor` on one split of one corpus, for the mc and mean-field predictives.
 
@@ -182,16 +183,21 @@ def evaluate(
       auroc_ambiguous_{entropy,mi}: ambiguous vs clear, positives every ambiguous movie sentence
         (all splits: they are never trained on), negatives the clear movie test sentences;
       auroc_ood_{entropy,mi} (corpus != movies): the clear sentences of this split (clear, so that
-        domain and not ambiguity is measured) against the same clear movie test sentences.
+        domain and not ambiguity is measured) against the same clear movie test sentences;
+      auroc_ambiguous_in_split_{entropy,mi}: ambiguous vs clear sentences of this split only.
+    `references=False` skips the two reference sets (and the metrics that need them), so that a
+    sweep on the dev split never predicts a test sentence.
     "per_sentence" holds what `compare` needs for a paired bootstrap.
     """
     if corpus not in CORPORA:
         raise ValueError(f"unknown corpus {corpus!r}; expected one of {sorted(CORPORA)}")
     snippets = load_split(corpus, split, data, include_ambiguous=True)
-    ambiguous_pool = [
-        s for s in load_split(IN_DOMAIN, "all", data, include_ambiguous=True) if s.label == AMBIGUOUS
-    ]
-    movies_clear_test = load_split(IN_DOMAIN, "test", data)
+    ambiguous_pool, movies_clear_test = [], []
+    if references:
+        ambiguous_pool = [
+            s for s in load_split(IN_DOMAIN, "all", data, include_ambiguous=True) if s.label == AMBIGUOUS
+        ]
+        movies_clear_test = load_split(IN_DOMAIN, "test", data)
 
     # One pass over the union, so sentences the reference sets share with the split run once.
     order: dict[tuple[str, str], Snippet] = {}
@@ -217,10 +223,12 @@ def evaluate(
     mc_metrics = _variant_metrics(mc, clear, labels, human_mean, rater_std)
     entropy_all = metrics.predictive_entropy(sample_p)
     mi_all = metrics.mutual_information(sample_p)
-    negatives = rows(movies_clear_test)
-    for kind, positives in (("ambiguous", rows(ambiguous_pool)), ("ood", here[clear])):
-        if kind == "ood" and corpus == IN_DOMAIN:
-            continue
+    checks = [("ambiguous_in_split", here[~clear], here[clear])]
+    if references:
+        checks.append(("ambiguous", rows(ambiguous_pool), rows(movies_clear_test)))
+        if corpus != IN_DOMAIN:
+            checks.append(("ood", here[clear], rows(movies_clear_test)))
+    for kind, positives, negatives in checks:
         both = np.concatenate([positives, negatives])
         is_pos = np.concatenate([np.ones(len(positives), bool), np.zeros(len(negatives), bool)])
         mc_metrics[f"auroc_{kind}_entropy"] = metrics.auroc(entropy_all[both], is_pos)
@@ -374,6 +382,13 @@ def add_evaluate_args(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     parser.add_argument(
         "--data", default=None, help="folder of the corpora (default: $BAM_VIZ_DATA or ../shared)"
     )
+    parser.add_argument("--no-references", dest="references", action="store_false",
+                        help="score only the chosen split (no ambiguous pool, no movie test reference): "
+                             "for sweeps on dev that must never predict a test sentence")
+    parser.add_argument("--root", default=None,
+                        help="folder holding <model>/card.json (default: the shipped pretrained/)")
+    parser.add_argument("--hyper", action="append", default=[], metavar="NAME=VALUE",
+                        help="inference-time attention override, e.g. shape_k=3 (repeatable)")
     parser.add_argument("--json", default=None, metavar="OUT",
                         help="write the full results here ({corpus} in the name is replaced per corpus)")
     return parser
@@ -390,14 +405,32 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def parse_assignments(items: list[str]) -> dict[str, float]:
+    """["shape_k=3", "beta=0.5"] -> {"shape_k": 3.0, "beta": 0.5}, for the CLI's hyperparameter options."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        try:
+            if not sep or not key.strip():
+                raise ValueError
+            out[key.strip()] = float(value)
+        except ValueError:
+            raise SystemExit(f"expected NAME=VALUE with a number, got {item!r}") from None
+    return out
+
+
 def run_evaluate(args: argparse.Namespace) -> list[dict]:
     """Run `evaluate` from parsed CLI options, print the summaries, and optionally write JSON."""
     if args.model == "vader":
         predictor: Predictor = VaderPredictor()
     else:
         import bam_viz  # lazily: loading a model pulls in torch and the weights
+        from bam_viz import zoo
 
-        predictor = ModelPredictor(bam_viz.load(args.model))
+        hyper = parse_assignments(getattr(args, "hyper", []))
+        root = getattr(args, "root", None)
+        model = zoo.load(args.model, root=Path(root)) if root else bam_viz.load(args.model)
+        predictor = ModelPredictor(model, **hyper)
     predictor = MemoPredictor(predictor)
     corpora = [IN_DOMAIN, *sorted(c for c in CORPORA if c != IN_DOMAIN)] if args.corpus == "all" else [args.corpus]
     if args.json and len(corpora) > 1 and "{corpus}" not in args.json:
@@ -412,6 +445,7 @@ def run_evaluate(args: argparse.Namespace) -> list[dict]:
             seed=args.seed,
             data=args.data,
             batch_size=getattr(args, "batch_size", 64),
+            references=getattr(args, "references", True),
         )
         print(summary(results))
         if args.json:

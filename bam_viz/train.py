@@ -16,10 +16,13 @@ import math
 import shlex
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
 
+from bam_viz.evaluate import parse_assignments
+from bam_viz.model import ModelConfig
 from bam_viz.zoo import PRETRAINED, RECIPES, SHARED_WEIGHTS
 
 DEFAULTS = dict(epochs=2, batch_size=32, lr=1e-3, weight_decay=0.01, warmup=0.06, kl_weight=0.01,
@@ -31,8 +34,17 @@ def add_train_args(p):
     p.add_argument("--data", default=None, help="corpus folder (default: BAM_VIZ_DATA or ../shared/...)")
     p.add_argument("--out", default=str(PRETRAINED), help="folder that receives <model>/")
     p.add_argument("--limit", type=int, default=None, help="train on the first N sentences (smoke tests)")
+    p.add_argument("--attention", action="append", default=[], metavar="NAME=VALUE",
+                   help="override a hyperparameter of the recipe's attention, e.g. shape_k=3 (repeatable)")
     for k, v in DEFAULTS.items():
         p.add_argument(f"--{k.replace('_', '-')}", type=type(v), default=v)
+
+
+def recipe(name: str, overrides: list[str]) -> ModelConfig:
+    """The zoo recipe of `name` with NAME=VALUE attention overrides (a hyperparameter sweep on dev)."""
+    hyper = parse_assignments(overrides)
+    config = RECIPES[name]
+    return replace(config, attention=config.attention.with_hyper(**hyper)) if hyper else config
 
 
 def _texts_labels(snippets):
@@ -89,7 +101,7 @@ def train(args) -> Path:
     texts, labels = _texts_labels(train_set)
     dev_texts, dev_labels = _texts_labels(dev_set)
 
-    config = RECIPES[args.model]
+    config = recipe(args.model, getattr(args, "attention", []))
     model = BamClassifier(config)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=args.weight_decay)

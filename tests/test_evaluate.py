@@ -233,3 +233,58 @@ def test_all_corpora_in_one_run_share_the_reference_sentences(corpus_dir: Path, 
     assert [r["corpus"] for r in results] == ["movies", "amazon", "nyt", "tweets"]
     assert all((tmp_path / f"{c}.json").exists() for c in ("movies", "amazon", "nyt", "tweets"))
     assert len(calls) == len(set(calls))  # every distinct sentence predicted once
+
+
+def test_no_references_scores_only_the_split(corpus_dir: Path) -> None:
+    seen: list[str] = []
+
+    class Recording(FakePredictor):
+        def sample_probs(self, texts, n_samples, seed):
+            seen.extend(texts)
+            return super().sample_probs(texts, n_samples, seed)
+
+    r = ev.evaluate(Recording(), "movies", "dev", n_samples=4, data=corpus_dir, batch_size=512, references=False)
+    dev = ev.load_split("movies", "dev", corpus_dir, include_ambiguous=True)
+    # A sweep on dev never predicts a test sentence.
+    assert sorted(seen) == sorted(s.text for s in dev)
+    assert "auroc_ambiguous_entropy" not in r["mc"] and "auroc_ood_entropy" not in r["mc"]
+    assert r["n_ambiguous"] > 20 and 0.0 <= r["mc"]["auroc_ambiguous_in_split_entropy"] <= 1.0
+
+
+def test_in_split_ambiguity_auroc_rewards_entropy_on_ambiguous_sentences(corpus_dir: Path) -> None:
+    ambiguous = {s.text for s in ev.load_split("movies", "dev", corpus_dir, include_ambiguous=True)
+                 if s.label == ev.AMBIGUOUS}
+
+    class Knows(FakePredictor):  # unsure exactly where the raters were
+        def sample_probs(self, texts, n_samples, seed):
+            p = np.array([0.5 if t in ambiguous else 0.9 for t in texts])[:, None].repeat(n_samples, 1)
+            return np.stack([1 - p, p], axis=-1)
+
+    r = ev.evaluate(Knows(), "movies", "dev", n_samples=2, data=corpus_dir, references=False)
+    assert r["mc"]["auroc_ambiguous_in_split_entropy"] == 1.0
+
+
+def test_cli_root_and_inference_overrides(corpus_dir: Path, monkeypatch) -> None:
+    from bam_viz import zoo
+
+    loaded, model = [], FakeModel()
+
+    def fake_load(name, root):
+        loaded.append((name, root))
+        return model
+
+    monkeypatch.setattr(zoo, "load", fake_load)
+    args = _cli("--model", "bam-wc", "--root", "runs/k3", "--hyper", "shape_k=0.8", "--hyper", "beta=2",
+                "--split", "dev", "--no-references", "--samples", "2", "--data", str(corpus_dir))
+    (r,) = ev.run_evaluate(args)
+    assert loaded == [("bam-wc", Path("runs/k3"))]
+    assert r["split"] == "dev" and "auroc_ambiguous_entropy" not in r["mc"]
+    assert model.calls[0] == ("samples", {"n_samples": 2, "seed": model.calls[0][1]["seed"], "shape_k": 0.8,
+                                          "beta": 2.0})
+
+
+def test_parse_assignments() -> None:
+    assert ev.parse_assignments(["shape_k=3", " beta = 0.5"]) == {"shape_k": 3.0, "beta": 0.5}
+    for bad in ("shape_k", "=3", "shape_k=three"):
+        with pytest.raises(SystemExit, match="NAME=VALUE"):
+            ev.parse_assignments([bad])

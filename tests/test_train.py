@@ -10,10 +10,12 @@ from bam_viz.zoo import load
 
 def test_train_writes_a_card_and_weights_that_load(tmp_path):
     assert main(["train", "--model", "bam-wc", "--limit", "48", "--epochs", "1", "--batch-size", "16",
-                 "--out", str(tmp_path)]) == 0
+                 "--attention", "shape_k=3", "--out", str(tmp_path)]) == 0
     card = json.loads((tmp_path / "bam-wc" / "card.json").read_text())
     assert card["training"]["steps"] == 3 and card["training"]["objective"] == "ELBO"
-    assert card["trained_hyper"] == {"shape_k": 10.0, "beta": 1.0}
+    # The --attention override is the trained value, and the card says so.
+    assert card["trained_hyper"] == {"shape_k": 3.0, "beta": 1.0}
+    assert card["config"]["attention"]["shape_k"] == 3.0 and "--attention shape_k=3" in card["command"]
     assert card["data"]["train_sentences"] == 48
     assert 0.0 <= card["dev_history"][0]["dev_mean_field_accuracy"] <= 1.0
     model = load("bam-wc", root=tmp_path)
