@@ -29,7 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     from bam_viz.report import add_report_args
     add_report_args(sub.add_parser("report", help="README tables from saved evaluate --json results"))
 
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    args.argv = argv  # the command a card records
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.command == "train":

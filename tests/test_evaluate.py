@@ -70,7 +70,8 @@ def test_evaluate_keys_and_ranges(fake_movies: dict) -> None:
     assert r["n_clear"] + r["n_ambiguous"] == r["n"] == 1036
     assert r["counts"] == {"negative": 460, "positive": 519, "ambiguous": 57}
     assert set(r["mean_field"]) == VARIANT_KEYS
-    assert set(r["mc"]) == VARIANT_KEYS | {"auroc_ambiguous_entropy", "auroc_ambiguous_mi"}
+    assert set(r["mc"]) == VARIANT_KEYS | {"auroc_ambiguous_entropy", "auroc_ambiguous_mi",
+                                           "auroc_ambiguous_in_split_entropy", "auroc_ambiguous_in_split_mi"}
     for variant in ("mc", "mean_field"):
         m = r[variant]
         for key in ("accuracy", "brier", "ece") + tuple(k for k in m if k.startswith("auroc")):
