@@ -95,8 +95,20 @@ def _figure(data: list[dict], layout: dict) -> go.Figure:
 
 
 def _axis(**props) -> dict:
-    """An axis with the shared look: light grid, margins that grow to fit the labels."""
-    return {"automargin": True, "gridcolor": "#eeeeee", "zerolinecolor": "#cccccc", **props}
+    """An axis with the shared look: a light grid, and no automargin. Growing margins to fit the
+    labels makes plotly.js measure every label and lay the figure out again, on every slider move;
+    the builders set margins that fit their labels instead (`_margin`)."""
+    return {"automargin": False, "gridcolor": "#eeeeee", "zerolinecolor": "#cccccc", **props}
+
+
+def _label_px(labels: list[str], font_px: float = 12.0) -> int:
+    """Width in pixels of the longest label, about 0.55 em per character."""
+    return int(0.55 * font_px * max((len(s) for s in labels), default=1)) + 8
+
+
+def _margin(layout: dict, **sides: int) -> dict:
+    """`layout` with some of its margins replaced."""
+    return {**layout, "margin": {**layout["margin"], **sides}}
 
 
 def _layout(title: str, height: int, legend: bool = True, **props) -> dict:
@@ -150,11 +162,14 @@ def prior_posterior_figure(result: ExplainResult, layer: int, head: int, query: 
             "hovertemplate": "key %{x}<br>mean %{y:.3f}<br>5–95%: %{customdata[0]:.3f}–%{customdata[1]:.3f}"
                              f"<extra>{name}</extra>",
         })
-    return _figure(data, _layout(
+    show = T <= 2 * MAX_TICK_TOKENS
+    layout = _layout(
         f"Query {keys[query]}: attention to each key (layer {layer}, head {head})", 380, barmode="group",
         yaxis=_axis(title={"text": "attention weight"}, rangemode="tozero"),
-        xaxis=_axis(type="category", tickangle=-45, showticklabels=T <= 2 * MAX_TICK_TOKENS),
-    ))
+        xaxis=_axis(type="category", tickangle=-45, showticklabels=show),
+    )
+    # x labels turned 45 degrees: about 0.71 of their length below the axis.
+    return _figure(data, _margin(layout, l=70, b=int(0.71 * _label_px(keys)) + 12 if show else 20))
 
 
 def key_density_figure(result: ExplainResult, layer: int, head: int, query: int, key: int) -> go.Figure:
@@ -196,11 +211,11 @@ def key_density_figure(result: ExplainResult, layer: int, head: int, query: int,
             "line": {"color": colour, "dash": dash, "width": 2}, "fill": "tozeroy", "fillcolor": fill,
             "hovertemplate": f"{label} = %{{x:.2f}}<br>density %{{customdata:.3g}}<extra>{name}</extra>",
         })
-    return _figure(data, _layout(
+    return _figure(data, _margin(_layout(
         f"{labels[query]} → {labels[key]}: {label}", 380,
         xaxis=_axis(title={"text": label}),
         yaxis=_axis(title={"text": "density, each scaled to its peak"}, range=[0.0, 1.08]),
-    ))
+    ), l=60, b=50))
 
 
 # ---- panel 2: sampled attention maps -----------------------------------------------------------
@@ -219,7 +234,7 @@ def sampled_maps_figure(result: ExplainResult, layer: int, head: int, n_show: in
     show = T <= MAX_TICK_TOKENS
     # The grid make_subplots would lay out: equal cells, gaps between them, row 1 at the top.
     h_gap = 0.03
-    v_gap = (0.16 if show else 0.06) if rows > 1 else 0.0       # room for the tick labels between rows
+    v_gap = 0.06 if rows > 1 else 0.0                   # x labels only under the bottom row
     width = (1.0 - h_gap * (cols - 1)) / cols
     height = (1.0 - v_gap * (rows - 1)) / rows
     labels = axis_labels(result.tokens)
@@ -233,7 +248,9 @@ def sampled_maps_figure(result: ExplainResult, layer: int, head: int, n_show: in
         y_domain = [round(max(y1 - height, 0.0), 6), round(min(y1, 1.0), 6)]
         # Fixed margins (below) instead of automargin: plotly.js re-lays out 16 axes otherwise,
         # the largest part of drawing this figure in the browser.
-        axes[f"xaxis{n}"] = _axis(domain=x_domain, anchor=f"y{n}", type="category", showticklabels=show,
+        # Every map has the same keys: label them under the bottom map of each column only.
+        bottom = i + cols >= len(panels)
+        axes[f"xaxis{n}"] = _axis(domain=x_domain, anchor=f"y{n}", type="category", showticklabels=show and bottom,
                                   tickangle=-60, tickfont={"size": 9}, automargin=False)
         axes[f"yaxis{n}"] = _axis(domain=y_domain, anchor=f"x{n}", type="category", automargin=False,
                                   showticklabels=show and col == 0, autorange="reversed", tickfont={"size": 9})
@@ -286,11 +303,11 @@ def prediction_figure(result: ExplainResult, bins: int = 20) -> go.Figure:
                      "hovertemplate": f"{x:.3f}<extra>{name}</extra>"})
     chance = {"type": "line", "xref": "x", "yref": "y domain", "x0": 0.5, "x1": 0.5, "y0": 0, "y1": 1,
               "line": {"color": "#bbbbbb", "width": 1, "dash": "dot"}}
-    return _figure(data, _layout(
+    return _figure(data, _margin(_layout(
         f"P(positive) across {result.n_samples} attention samples", 340, bargap=0.05, shapes=[chance],
         xaxis=_axis(title={"text": "P(positive)"}, range=[-0.02, 1.02]),
         yaxis=_axis(title={"text": "number of samples"}, range=[-0.08 * top, top]),
-    ))
+    ), l=60, b=50))
 
 
 def entropy_figure(result: ExplainResult) -> go.Figure:
@@ -305,10 +322,10 @@ def entropy_figure(result: ExplainResult) -> go.Figure:
                                     ("epistemic: mutual information", epistemic, "#ff8a65"))
     ]
     total = aleatoric + epistemic
-    return _figure(data, _layout(
+    return _figure(data, _margin(_layout(
         f"Total predictive entropy {total:.3f} nats (at most ln 2 = {LN2:.3f})", 190, barmode="stack",
         yaxis=_axis(visible=False), xaxis=_axis(range=[0, max(LN2, total) * 1.02]),
-    ))
+    ), b=30))
 
 
 # ---- panel 4: where the uncertainty lives ------------------------------------------------------
@@ -358,8 +375,6 @@ def layer_head_figure(result: ExplainResult, which: str = "spread",
             "type": "heatmap", "z": np.zeros((len(deterministic), H)), "x": heads,
             "y": [row[layer] for layer in deterministic], "name": "deterministic",
             "colorscale": [[0, DETERMINISTIC_COLOUR], [1, DETERMINISTIC_COLOUR]], "showscale": False,
-            "text": [["det."] * H for _ in deterministic], "texttemplate": "%{text}",
-            "textfont": {"color": "#757575", "size": 10},
             "hovertemplate": "%{y}: ordinary softmax attention, no randomness<extra></extra>",
         })
     if selected is not None and 0 <= selected[0] < L and 0 <= selected[1] < H:
@@ -367,11 +382,13 @@ def layer_head_figure(result: ExplainResult, which: str = "spread",
         data.append({"type": "scatter", "x": [heads[head]], "y": [row[layer]], "mode": "markers",
                      "name": "selected", "showlegend": False, "hovertemplate": "selected<extra></extra>",
                      "marker": {"symbol": "square-open", "size": 22, "color": "#d62728", "line": {"width": 3}}})
-    return _figure(data, _layout(
+    # Grey rows labelled "(deterministic)" say it once per row; a word in every grey cell cost a
+    # text measurement per cell on every slider move.
+    return _figure(data, _margin(_layout(
         title, max(240, 34 * L + 110), legend=False,
-        xaxis=_axis(type="category", categoryorder="array", categoryarray=heads),
+        xaxis=_axis(type="category", categoryorder="array", categoryarray=heads, tickangle=-45),
         yaxis=_axis(type="category", categoryorder="array", categoryarray=row, autorange="reversed"),
-    ))
+    ), l=_label_px(row) + 4, b=50))
 
 
 # ---- captions -----------------------------------------------------------------------------------
@@ -434,7 +451,7 @@ def prediction_caption(result: ExplainResult) -> str:
     return (f"Each of the {result.n_samples} attention samples gives its own P(positive), from "
             f"{lo:.2f} to {hi:.2f}. Averaging them gives **E[f(z)] = {mc:.3f}** (green, the model's "
             f"answer: {verdict}); predicting once with the mean attention gives **f(E[z]) = {mf:.3f}** "
-            f"(red dashed). The gap, {mc - mf:+.3f}, is what averaging over attention changes. "
+            f"(red dashed). The gap, {round(mc - mf, 3) or 0.0:+.3f}, is what averaging over attention changes. "
             f"Of the total uncertainty {result.predictive_entropy:.3f} nats, "
             f"{result.expected_entropy:.3f} is aleatoric (the sentence itself is ambiguous) and "
             f"{result.mutual_information:.3f} is epistemic (samples of attention disagree).")
