@@ -24,6 +24,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import socket
 import statistics
 import subprocess
@@ -92,6 +93,13 @@ def launch_chromium(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
 
 
+def marker_server_ms(page) -> float | None:
+    """The server's time on the last run, from the footer's "server N ms" (None if it has none)."""
+    text = page.locator(".st-key-render_marker").first.inner_text()
+    found = re.search(r"server (\d+) ms", text)
+    return float(found.group(1)) if found else None
+
+
 def marker_view(page) -> int:
     """N from the footer "view N · …" (0 before the first run has finished)."""
     loc = page.locator(".st-key-render_marker")
@@ -120,8 +128,9 @@ def wait_for_charts(page, n_charts: int, timeout_ms: float = 120_000) -> None:
         arg=n_charts, timeout=timeout_ms)
 
 
-def measure(page, slider_name: str, presses: int) -> list[float]:
-    """Seconds from each keypress on the slider to the updated page."""
+def measure(page, slider_name: str, presses: int, server: list | None = None) -> list[float]:
+    """Seconds from each keypress on the slider to the updated page; the server's own seconds on
+    each run are appended to `server` when the app reports them."""
     slider = page.get_by_role("slider", name=slider_name)
     slider.focus()
     times = []
@@ -132,6 +141,9 @@ def measure(page, slider_name: str, presses: int) -> list[float]:
         page.keyboard.press(key)
         wait_for_view(page, before + 1)
         times.append(time.perf_counter() - t0)
+        ms = marker_server_ms(page)
+        if server is not None and ms is not None:
+            server.append(ms / 1000)
         page.wait_for_timeout(150)          # let the slider's debounce settle before the next press
     return times
 
@@ -161,7 +173,10 @@ def run(presses: int = 20, screenshot: Path | None = None) -> dict:
                     wait_for_view(page, 1)
                     wait_for_charts(page, n_charts)
                     measure(page, slider, 2)                       # warm-up: imports, first compile
-                    results[label] = summary(measure(page, slider, presses))
+                    server: list[float] = []
+                    results[label] = summary(measure(page, slider, presses, server))
+                    if server:
+                        results[label]["server"] = summary(server)
                     if screenshot and label == "explorer":
                         page.screenshot(path=str(screenshot))
                     page.close()
@@ -185,6 +200,9 @@ def main() -> None:
         r = res[label]
         print(f"{label:9s} median {1000 * r['median_s']:7.1f} ms   p95 {1000 * r['p95_s']:7.1f} ms"
               f"   ({r['n']} presses)")
+        if "server" in r:
+            print(f"  of which the server's run: median {1000 * r['server']['median_s']:.1f} ms, "
+                  f"p95 {1000 * r['server']['p95_s']:.1f} ms")
     print(f"ratio     median {res['ratio_median']:.2f}x   p95 {res['ratio_p95']:.2f}x")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

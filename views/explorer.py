@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import time
 
 import streamlit as st
 
@@ -152,7 +153,7 @@ def headline(result) -> None:
                    help="The model's answer: average of the predictions of every attention sample.")
     cols[1].metric("f(E[z]), mean attention", f"{float(result.mean_field_probs[i]):.3f}",
                    help="One prediction, with every stochastic layer at its mean attention.")
-    cols[2].metric("Gap E[f(z)] − f(E[z])", f"{result.gap:+.3f}",
+    cols[2].metric("Gap E[f(z)] − f(E[z])", f"{round(result.gap, 3) or 0.0:+.3f}",  # never "-0.000"
                    help="What averaging over attention samples changes in P(positive).")
     cols[3].metric("Epistemic (mutual information)", f"{result.mutual_information:.3f} nats",
                    help="The part of the predictive entropy due to attention samples disagreeing.")
@@ -233,13 +234,15 @@ def downloads(result) -> None:
                          on_click="ignore", key="download_csv")
 
 
-def render_marker(values: dict) -> None:
-    """A visible footer that names the view; its run counter is what the latency benchmark waits for."""
+def render_marker(values: dict, started: float) -> None:
+    """A visible footer that names the view and the server's time on it; its run counter is what
+    the latency benchmark waits for, and the time lets it split server from browser."""
     ss["_runs"] = ss.get("_runs", 0) + 1
     hyper = " · ".join(f"{k}={state.format_value(values[k])}" for k in HYPER_RANGES if k in values)
+    server_ms = 1000 * (time.perf_counter() - started)
     with st.container(key="render_marker"):
         st.caption(f"view {ss['_runs']} · model {values['model']} · {hyper or 'no hyperparameters'} · "
-                   f"{values['n_samples']} samples · seed {values['seed']}")
+                   f"{values['n_samples']} samples · seed {values['seed']} · server {server_ms:.0f} ms")
 
 
 # ---- the page -----------------------------------------------------------------------------------
@@ -265,6 +268,16 @@ def main() -> None:
     sync_hyper_to_model(model)
     with st.sidebar:
         model_summary(model)
+    live_view(model, name)
+
+
+@st.fragment
+def live_view(model, name: str) -> None:
+    """The sliders and everything they change. A slider move reruns this fragment alone: the title,
+    the sentence box and the model picker are neither re-run on the server nor redrawn in the
+    browser. A new sentence or model reruns the whole page, and this with it."""
+    started = time.perf_counter()
+    with st.sidebar:
         hyper_controls(model)
         st.markdown("**Sampling**")
         sampling_controls(model)
@@ -291,7 +304,6 @@ def main() -> None:
     inspection(result, model)
     st.divider()
     downloads(result)
-    render_marker(values)
-
+    render_marker(values, started)
 
 main()
