@@ -18,6 +18,9 @@ def add_report_args(p):
     p.add_argument("--results", default="results", help="folder of evaluate --json outputs")
     p.add_argument("--baseline", default="softmax")
     p.add_argument("--n-boot", type=int, default=2000)
+    p.add_argument("--seeds", nargs="+", default=None, metavar="JSON",
+                   help="instead: the spread over training seeds, from movies-test evaluate --json files "
+                        "of the same models trained with different seeds (grouped by model name)")
 
 
 def _f(x, digits=3):
@@ -88,7 +91,38 @@ def difference_table(res, baseline="softmax", n_boot=2000) -> str:
     return "\n".join(rows) + "\n"
 
 
+SEED_METRICS = (("accuracy", "acc E[f(z)]", 100, 1), ("nll", "NLL", 1, 3), ("ece", "ECE", 1, 3),
+                 ("brier", "Brier", 1, 3), ("auroc_ambiguous_entropy", "AUROC ambiguous (H)", 1, 3))
+
+
+def seed_table(files: list[str | Path]) -> str:
+    """Mean ± standard deviation over training seeds, per model, with every seed's value."""
+    groups: dict[str, list[dict]] = {}
+    for f in files:
+        r = json.loads(Path(f).read_text())
+        if r.get("corpus") != "movies" or r.get("split") != "test":
+            raise SystemExit(f"{f}: the seed spread is measured on movies test, not {r.get('corpus')}/{r.get('split')}")
+        groups.setdefault(r["predictor"], []).append(r)
+    header = "| model | seeds | " + " | ".join(title for _, title, _, _ in SEED_METRICS) + " |"
+    rows = [header, "|" + "---|" * (2 + len(SEED_METRICS))]
+    for name in _sorted(groups):
+        cells = [name, str(len(groups[name]))]
+        for key, _, scale, digits in SEED_METRICS:
+            values = [scale * r["mc"][key] for r in groups[name] if r["mc"].get(key) is not None]
+            if not values:
+                cells.append("–")
+                continue
+            mean = sum(values) / len(values)
+            sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5 if len(values) > 1 else 0.0
+            each = ", ".join(f"{v:.{digits}f}" for v in values)
+            cells.append(f"{mean:.{digits}f} ± {sd:.{digits}f} ({each})")
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
 def run_report(args) -> str:
+    if getattr(args, "seeds", None):
+        return "### Spread over training seeds (movies test, mean ± sd, then each seed)\n" + seed_table(args.seeds)
     res = load_results(args.results)
     if not res:
         raise SystemExit(f"no evaluate --json results in {args.results}")

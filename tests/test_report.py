@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from test_evaluate import FakePredictor
 
 from bam_viz import evaluate as ev
@@ -25,3 +26,25 @@ def test_report_tables_from_saved_results(tmp_path, capsys):
     assert row.count("[") == 4                                                    # four intervals
     ood = out.split("### Out of domain")[1].split("### Differences")[0]
     assert "| bam-wc | – | – | – | – | " in ood                                 # no tweets results: dashes
+
+
+def test_seed_spread_table(tmp_path, capsys):
+    files = []
+    for name in ("softmax", "bam-wc"):
+        for seed in range(3):
+            r = ev.evaluate(FakePredictor(name, salt=f"{name}{seed}"), "movies", "test", n_samples=2,
+                            data=data_dir(), references=False)
+            r["mc"]["accuracy"] = 0.80 + 0.01 * seed  # known values: mean 81.0, sd 1.0
+            files.append(tmp_path / f"{name}-s{seed}.json")
+            files[-1].write_text(json.dumps(ev._jsonable(r)))
+    assert main(["report", "--seeds", *map(str, files)]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("| softmax") or line.startswith("| bam-wc")]
+    assert [r.split(" | ")[0] for r in rows] == ["| softmax", "| bam-wc"]
+    assert all(" | 3 | 81.0 ± 1.0 (80.0, 81.0, 82.0) | " in r for r in rows)
+    # no references: the ambiguity AUROC against the 562-sentence pool is absent, not invented
+    assert all(r.rstrip().endswith("| – |") for r in rows)
+    amazon = ev.evaluate(FakePredictor("x"), "amazon", "test", n_samples=2, data=data_dir(), references=False)
+    (tmp_path / "amazon.json").write_text(json.dumps(ev._jsonable(amazon)))
+    with pytest.raises(SystemExit, match="movies test"):
+        main(["report", "--seeds", str(tmp_path / "amazon.json")])
