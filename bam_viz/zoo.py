@@ -26,7 +26,7 @@ RECIPES: dict[str, ModelConfig] = {
         "mc-dropout", AttentionConfig("softmax"), stochastic_layers=(0, 1, 2, 3, 4, 5), mc_dropout=True,
         description="The softmax model with dropout kept on at inference (Gal & Ghahramani 2016)."),
     "bam-wc": ModelConfig(
-        "bam-wc", AttentionConfig("weibull", "contextual", shape_k=10.0, beta=1.0),
+        "bam-wc", AttentionConfig("weibull", "contextual", shape_k=3.0, beta=1.0),  # k chosen on dev
         description="BAM-WC: Weibull attention scores with a contextual Gamma prior (Fan et al. 2020)."),
     "bam-lc": ModelConfig(
         "bam-lc", AttentionConfig("lognormal", "contextual", sigma=0.3, prior_sigma=1.0),

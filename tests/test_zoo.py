@@ -1,6 +1,7 @@
 """The shipped models: present, small, safetensors only, honest cards, refusing corrupt files."""
 
 import json
+import re
 import shutil
 
 import pytest
@@ -9,7 +10,7 @@ import torch
 import bam_viz
 from bam_viz.data import load_split, split_fingerprint
 from bam_viz.encoder import sha256_file
-from bam_viz.zoo import PRETRAINED, RECIPES, CheckpointError, load, weights_path
+from bam_viz.zoo import PRETRAINED, RECIPES, SHARED_WEIGHTS, CheckpointError, load, weights_path
 
 NAMES = list(RECIPES)
 
@@ -34,7 +35,10 @@ def test_card_is_complete_and_matches_the_files(name):
     assert card["config"]["name"] == name
     assert card["data"]["split_fingerprint"] == split_fingerprint()
     assert "kl_weight_per_cell" in card["training"] and "kl_anneal_fraction" in card["training"]
-    assert card["command"].startswith("python -m bam_viz train --model ")
+    # the command that produced the weights (global options such as --threads may come first)
+    trained = SHARED_WEIGHTS.get(name, name)
+    command = card["command"]
+    assert re.match(rf"python -m bam_viz (--threads \d+ )?train --model {trained}( |$)", command), command
     for rel, digest in card["files"].items():
         assert sha256_file((PRETRAINED / name / rel).resolve()) == digest
     test = card["metrics"]["movies_test"]
