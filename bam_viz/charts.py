@@ -26,6 +26,7 @@ MC_COLOUR = "#2ca02c"
 DETERMINISTIC_COLOUR = "#e0e0e0"
 MAX_TICK_TOKENS = 40          # above this many tokens, heatmap tick labels are hidden (hover keeps them)
 LN2 = math.log(2.0)
+ZERO_WIDTH = "\u200b"        # appended to axis labels to tell small multiples apart; display_token escapes it
 # Colour scales spelled out: plotly.js knows "Viridis" but not "Oranges", and its own "Blues" differs
 # from plotly.py's, and without validation nothing would expand the names.
 WEIGHT_SCALE = plotly.colors.get_colorscale("Blues")
@@ -219,8 +220,15 @@ def key_density_figure(result: ExplainResult, layer: int, head: int, query: int,
 
 
 # ---- panel 2: sampled attention maps -----------------------------------------------------------
-def sampled_maps_figure(result: ExplainResult, layer: int, head: int, n_show: int = 6) -> go.Figure:
-    """The mean map, the per-cell standard deviation, then `n_show` sampled maps (queries down)."""
+def sampled_maps_figure(result: ExplainResult, layer: int, head: int, n_show: int = 4) -> go.Figure:
+    """The mean map, the per-cell standard deviation, then `n_show` sampled maps (queries down).
+
+    Small multiples on ONE pair of category axes, not one subplot per map: plotly.js lays out,
+    draws and measures every axis of every subplot on each update, which made this figure the
+    slowest thing on the page. Map (row r, column c) uses the token labels with r (y) or c (x)
+    zero-width spaces appended, so each block has categories of its own that read as the tokens,
+    in hover too; a few blank categories make the gaps between blocks.
+    """
     sw = _np(result.sample_weights[:, layer, head])                           # (S, T, T)
     S, T = sw.shape[0], sw.shape[-1]
     n_show = max(0, min(n_show, S))
@@ -229,48 +237,56 @@ def sampled_maps_figure(result: ExplainResult, layer: int, head: int, n_show: in
     std = sw.std(0, ddof=1) if S > 1 else np.zeros_like(mean)                   # (T, T)
     panels = [("mean (posterior)", mean, "coloraxis"), (f"std over {S} samples", std, "coloraxis2")]
     panels += [(f"sample {s + 1}", sw[s], "coloraxis") for s in range(n_show)]
-    cols = 4
+    cols = min(3, len(panels))                    # three across: room for a label per token
     rows = math.ceil(len(panels) / cols)
     show = T <= MAX_TICK_TOKENS
-    # The grid make_subplots would lay out: equal cells, gaps between them, row 1 at the top.
-    h_gap = 0.03
-    v_gap = 0.06 if rows > 1 else 0.0                   # x labels only under the bottom row
-    width = (1.0 - h_gap * (cols - 1)) / cols
-    height = (1.0 - v_gap * (rows - 1)) / rows
-    labels = axis_labels(result.tokens)
-    data, axes, titles = [], {}, []
+    gap = max(1, round(0.15 * T))
+    labels = axis_labels(result.tokens)           # escaped, unique, never containing U+200B
+
+    def block(i: int) -> list[str]:
+        return [label + ZERO_WIDTH * i for label in labels]
+
+    def axis_categories(n: int) -> list[str]:
+        out = []
+        for i in range(n):
+            out += block(i) + ([" " * (i * gap + g + 1) for g in range(gap)] if i < n - 1 else [])
+        return out
+
+    xcats, ycats = axis_categories(cols), axis_categories(rows)
+    data, titles = [], []
     for i, (title, z, coloraxis) in enumerate(panels):
         row, col = divmod(i, cols)
-        n = "" if i == 0 else str(i + 1)
-        x0 = col * (width + h_gap)
-        y1 = 1.0 - row * (height + v_gap)
-        x_domain = [round(max(x0, 0.0), 6), round(min(x0 + width, 1.0), 6)]
-        y_domain = [round(max(y1 - height, 0.0), 6), round(min(y1, 1.0), 6)]
-        # Fixed margins (below) instead of automargin: plotly.js re-lays out 16 axes otherwise,
-        # the largest part of drawing this figure in the browser.
-        # Every map has the same keys: label them under the bottom map of each column only.
-        bottom = i + cols >= len(panels)
-        axes[f"xaxis{n}"] = _axis(domain=x_domain, anchor=f"y{n}", type="category", showticklabels=show and bottom,
-                                  tickangle=-60, tickfont={"size": 9}, automargin=False)
-        axes[f"yaxis{n}"] = _axis(domain=y_domain, anchor=f"x{n}", type="category", automargin=False,
-                                  showticklabels=show and col == 0, autorange="reversed", tickfont={"size": 9})
         data.append({
-            "type": "heatmap", "z": z, "x": labels, "y": labels, "coloraxis": coloraxis, "name": title,
-            "xaxis": f"x{n}", "yaxis": f"y{n}",
+            "type": "heatmap", "z": z, "x": block(col), "y": block(row), "coloraxis": coloraxis, "name": title,
             "hovertemplate": "query %{y}<br>key %{x}<br>%{z:.3f}<extra>" + title + "</extra>",
         })
-        titles.append({"text": title, "x": (x_domain[0] + x_domain[1]) / 2, "y": y_domain[1],
-                       "xref": "paper", "yref": "paper", "xanchor": "center", "yanchor": "bottom",
-                       "showarrow": False, "font": {"size": 16}})
+        # Titles over each block, in paper coordinates: block c spans its T of the axis's categories.
+        x_mid = (col * (T + gap) + T / 2) / len(xcats)
+        y_top = 1.0 - row * (T + gap) / len(ycats)
+        titles.append({"text": title, "x": round(x_mid, 6), "y": round(y_top, 6), "xref": "paper", "yref": "paper",
+                       "xanchor": "center", "yanchor": "bottom", "showarrow": False, "font": {"size": 14}})
+    # The gap categories exist even where no map is drawn (an empty last row, say).
+    data.append({"type": "scatter", "mode": "markers", "x": xcats, "y": [ycats[0]] * len(xcats),
+                 "marker": {"opacity": 0}, "hoverinfo": "skip", "showlegend": False, "name": "layout"})
+    data.append({"type": "scatter", "mode": "markers", "x": [xcats[0]] * len(ycats), "y": ycats,
+                 "marker": {"opacity": 0}, "hoverinfo": "skip", "showlegend": False, "name": "layout"})
     wmax = max(float(max(sw.max(initial=0.0), mean.max(initial=0.0))), 1e-6)
     smax = max(float(std.max(initial=0.0)), 1e-6)
-    # ~5.5 px per character at font size 9; x labels are turned 60 degrees.
+    # ~5.5 px per character at font size 9; x labels stand upright (a label per ~9 px of width).
     label_px = int(5.5 * max((len(s) for s in labels), default=1)) + 8 if show else 8
+    ticks = {"showticklabels": show, "tickfont": {"size": 9}, "showgrid": False, "zeroline": False,
+             "type": "category", "categoryorder": "array", "ticks": ""}
     layout = _layout(f"Layer {layer}, head {head}: attention maps (rows: queries, columns: keys)",
-                     280 * rows + 80 + label_px, legend=False)
-    layout["margin"] = {"l": label_px + 10, "r": 90, "t": layout["margin"]["t"], "b": int(0.87 * label_px) + 10}
+                     300 * rows + 80 + label_px, legend=False)
+    layout["margin"] = {"l": label_px + 10, "r": 90, "t": layout["margin"]["t"] + 10,
+                        "b": label_px + 10}
     return _figure(data, dict(
-        layout, annotations=titles, **axes,
+        layout, annotations=titles,
+        # Every token labelled (plotly would thin crowded category labels); gaps unlabelled.
+        xaxis=_axis(**ticks, categoryarray=xcats, tickangle=-90, tickmode="array",
+                    tickvals=[c for c in xcats if c.strip()]),
+        yaxis=_axis(**ticks, categoryarray=ycats, autorange="reversed", tickmode="array",
+                    tickvals=[c for c in ycats if c.strip()]),
         coloraxis={"colorscale": WEIGHT_SCALE, "cmin": 0.0, "cmax": wmax,
                    "colorbar": {"title": {"text": "weight"}, "x": 1.0, "len": 0.45, "y": 0.77}},
         coloraxis2={"colorscale": STD_SCALE, "cmin": 0.0, "cmax": smax,

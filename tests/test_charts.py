@@ -88,7 +88,7 @@ def test_expected_traces(family):
     assert all(len(t.x) == len(r.tokens) for t in f["prior_posterior"].data)
     S = r.sample_weights.shape[0]
     heatmaps = [t for t in f["maps"].data if isinstance(t, go.Heatmap)]
-    assert len(heatmaps) == 2 + min(6, S)
+    assert len(heatmaps) == 2 + min(4, S)
     assert heatmaps[0].name.startswith("mean") and heatmaps[1].name.startswith("std")
     pred_names = [t.name for t in f["prediction"].data]
     assert "f(E[z]): mean attention" in pred_names and "E[f(z)]: average over samples" in pred_names
@@ -136,11 +136,30 @@ def test_sizes(T):
         assert_finite(fig)
     maps = charts.sampled_maps_figure(r, 1, 0)
     assert np.asarray(maps.data[0].z).shape == (T, T)
-    # 2 + 4 panels in rows of 4: keys are labelled under the bottom map of each column only
-    # (maps 5, 6 in the second row; maps 3, 4 in the first), none when there are too many.
+    # All maps share one pair of category axes: labelled unless there are too many tokens.
     layout = maps.to_dict()["layout"]
-    labelled = {k for k, v in layout.items() if k.startswith("xaxis") and v.get("showticklabels")}
-    assert labelled == ({"xaxis3", "xaxis4", "xaxis5", "xaxis6"} if T <= charts.MAX_TICK_TOKENS else set())
+    assert not any(k.startswith(("xaxis", "yaxis")) and k[5:] for k in layout)
+    assert layout["xaxis"]["showticklabels"] == layout["yaxis"]["showticklabels"] == (T <= charts.MAX_TICK_TOKENS)
+
+
+def test_small_multiples_share_one_pair_of_axes():
+    r = fake("weibull", T=3, S=5, L=1, H=1, stochastic_layers=[0], tokens=["[CLS]", "good", "[SEP]"])
+    fig = charts.sampled_maps_figure(r, 0, 0, n_show=5)           # 7 maps: rows of 3, 3, then 1
+    maps = [t for t in fig.data if t.type == "heatmap"]
+    xcats, ycats = list(fig.layout.xaxis.categoryarray), list(fig.layout.yaxis.categoryarray)
+    # every map's categories are on the axes, in blocks that do not overlap, and read as the tokens
+    blocks = {(tuple(t.x), tuple(t.y)) for t in maps}
+    assert len(blocks) == len(maps) == 7
+    for t in maps:
+        assert set(t.x) <= set(xcats) and set(t.y) <= set(ycats)
+        assert [x.replace(charts.ZERO_WIDTH, "") for x in t.x] == ["[CLS]", "good", "[SEP]"]
+    assert len(set(xcats)) == len(xcats) == 3 * 3 + 2 * 1 and len(ycats) == 3 * 3 + 2 * 1
+    # map i sits in row i // 3, column i % 3, and its title over it
+    for i, t in enumerate(maps):
+        row, col = divmod(i, 3)
+        assert xcats.index(t.x[0]) == col * 4 and ycats.index(t.y[0]) == row * 4
+        assert fig.layout.annotations[i].text == t.name
+    assert [t.name for t in maps[:2]] == ["mean (posterior)", "std over 5 samples"]
 
 
 def test_extreme_weights_and_huge_kl():
