@@ -34,6 +34,8 @@ def add_train_args(p):
     p.add_argument("--data", default=None, help="corpus folder (default: BAM_VIZ_DATA or ../shared/...)")
     p.add_argument("--out", default=str(PRETRAINED), help="folder that receives <model>/")
     p.add_argument("--limit", type=int, default=None, help="train on the first N sentences (smoke tests)")
+    p.add_argument("--targets", choices=["hard", "soft"], default="hard",
+                   help="hard: the clear sentences' labels; soft: the share of raters who said positive")
     p.add_argument("--attention", action="append", default=[], metavar="NAME=VALUE",
                    help="override a hyperparameter of the recipe's attention, e.g. shape_k=3 (repeatable)")
     for k, v in DEFAULTS.items():
@@ -51,11 +53,20 @@ def _texts_labels(snippets):
     return [s.text for s in snippets], torch.tensor([1 if s.label == "positive" else 0 for s in snippets])
 
 
+def soft_targets(snippets) -> torch.Tensor:
+    """(N, 2) [1 - p, p] with p the share of raters who called the sentence positive."""
+    p = torch.tensor([s.human_p_positive for s in snippets], dtype=torch.float32)
+    return torch.stack([1 - p, p], -1)
+
+
 def loss_terms(model, ids, mask, labels, generator):
-    """(negative log-likelihood, KL per cell), each a mean over the batch."""
+    """(negative log-likelihood, KL per cell), each a mean over the batch. `labels` are class
+    indices (B,), or (B, 2) class probabilities for training on the raters' soft labels."""
     x, _ = model.lower(ids, mask, generator=generator)
     if model.family == "categorical":
         log_marginal, _, _ = model.upper(x, mask, mode="enumerate", generator=generator)
+        if labels.is_floating_point():
+            return -(labels * log_marginal).sum(-1).mean(), x.new_zeros(())
         return torch.nn.functional.nll_loss(log_marginal, labels), x.new_zeros(())
     logits, _, kl = model.upper(x, mask, generator=generator)
     n_stoch = len([i for i in model.config.stochastic_layers if i >= model.first_stochastic])
@@ -100,6 +111,7 @@ def train(args) -> Path:
         train_set = train_set[: args.limit]
     texts, labels = _texts_labels(train_set)
     dev_texts, dev_labels = _texts_labels(dev_set)
+    targets = soft_targets(train_set) if getattr(args, "targets", "hard") == "soft" else labels
 
     config = recipe(args.model, getattr(args, "attention", []))
     model = BamClassifier(config)
@@ -118,7 +130,7 @@ def train(args) -> Path:
     for epoch in range(args.epochs):
         for idx in length_bucketed_batches(lengths, args.batch_size, g):
             ids, mask = model.tokenizer.batch([texts[i] for i in idx])
-            nll, kl = loss_terms(model, ids, mask, labels[idx], g)
+            nll, kl = loss_terms(model, ids, mask, targets[idx], g)
             anneal = min(1.0, step / max(1.0, args.kl_anneal * total))
             loss = nll + args.kl_weight * anneal * kl
             opt.zero_grad(set_to_none=True)
@@ -143,6 +155,8 @@ def train(args) -> Path:
         "trained_hyper": model.trained_hyper,
         "training": {
             "objective": "exact marginal likelihood" if config.family == "categorical" else "ELBO",
+            "targets": ("soft: share of raters rating > 0 (human_p_positive)"
+                        if getattr(args, "targets", "hard") == "soft" else "hard: clear labels"),
             "kl_weight_per_cell": args.kl_weight, "kl_anneal_fraction": args.kl_anneal,
             "epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr,
             "weight_decay": args.weight_decay, "warmup_fraction": args.warmup, "seed": args.seed,

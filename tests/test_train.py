@@ -24,3 +24,29 @@ def test_train_writes_a_card_and_weights_that_load(tmp_path):
     fresh = torch.nn.Linear(384, 2)
     assert not torch.allclose(model.head.weight, fresh.weight)
     assert model.predict(["Lovely."], n_samples=2).shape == (1, 2)
+
+
+def test_soft_targets_reduce_to_hard_labels_when_raters_agree():
+    from bam_viz.data import load_split
+    from bam_viz.model import BamClassifier
+    from bam_viz.train import loss_terms, soft_targets
+    from bam_viz.zoo import RECIPES
+
+    snippets = load_split("movies", "dev")[:6]
+    soft = soft_targets(snippets)
+    assert soft.shape == (6, 2) and torch.allclose(soft.sum(-1), torch.ones(6))
+    assert all(abs(float(row[1]) - s.human_p_positive) < 1e-6 for row, s in zip(soft, snippets, strict=True))
+    labels = torch.tensor([0, 1, 1, 0])
+    one_hot = torch.nn.functional.one_hot(labels, 2).float()
+    texts = ["Dull.", "Lovely.", "A joy.", "Awful, just awful."]
+    for name in ("softmax", "categorical"):
+        torch.manual_seed(0)
+        model = BamClassifier(RECIPES[name]).eval()
+        torch.nn.init.normal_(model.head.weight, std=0.5)
+        ids, mask = model.tokenizer.batch(texts)
+        with torch.no_grad():
+            hard, _ = loss_terms(model, ids, mask, labels, torch.Generator().manual_seed(0))
+            as_probs, _ = loss_terms(model, ids, mask, one_hot, torch.Generator().manual_seed(0))
+            half, _ = loss_terms(model, ids, mask, torch.full((4, 2), 0.5), torch.Generator().manual_seed(0))
+        torch.testing.assert_close(as_probs, hard)
+        assert not torch.isclose(half, hard)      # the targets matter
