@@ -272,8 +272,8 @@ def sampled_maps_figure(result: ExplainResult, layer: int, head: int, n_show: in
                  "marker": {"opacity": 0}, "hoverinfo": "skip", "showlegend": False, "name": "layout"})
     wmax = max(float(max(sw.max(initial=0.0), mean.max(initial=0.0))), 1e-6)
     smax = max(float(std.max(initial=0.0)), 1e-6)
-    # ~5.5 px per character at font size 9; x labels stand upright (a label per ~9 px of width).
-    label_px = int(5.5 * max((len(s) for s in labels), default=1)) + 8 if show else 8
+    # x labels stand upright (a label per ~9 px of width); 5.5 px per character at font size 9.
+    label_px = _label_px(labels, font_px=10) if show else 8
     ticks = {"showticklabels": show, "tickfont": {"size": 9}, "showgrid": False, "zeroline": False,
              "type": "category", "categoryorder": "array", "ticks": ""}
     layout = _layout(f"Layer {layer}, head {head}: attention maps (rows: queries, columns: keys)",
