@@ -193,17 +193,17 @@ class BamClassifier(nn.Module):
         traces, kl = [], x.new_zeros(x.shape[0] * reps)
         for i in range(start, self.n_layers):
             layer = self.bert.layers[i]
-            if self.family == "categorical" and i == self.n_layers - 1:
-                if reps > 1:
-                    x, mask, reps = x.repeat(reps, 1, 1), mask.repeat(reps, 1), 1
+            categorical_top = self.family == "categorical" and i == self.n_layers - 1
+            sampled = mode if i in self.config.stochastic_layers else "mean"
+            core_tiles = sampled == "sample" and self.family in STOCHASTIC_FAMILIES and not categorical_top
+            if reps > 1 and not core_tiles:
+                # Softmax with MC dropout, or the categorical top layer: tile first, so that every
+                # sample gets its own dropout masks or its own alignment z.
+                x, mask, reps = x.repeat(reps, 1, 1), mask.repeat(reps, 1), 1
+            if categorical_top:
                 return self._categorical_top(layer, x, mask, mode, generator, trace, traces, labels)
             p = self._dropout_p(i, mode)
-            sampled = mode if i in self.config.stochastic_layers else "mean"
             kw = dict(mode=sampled, hyper=hyper, trace=trace)
-            if reps > 1 and not (sampled == "sample" and self.family in STOCHASTIC_FAMILIES):
-                # The core would not tile (softmax with MC dropout): tile first, so that every
-                # sample gets its own dropout masks.
-                x, mask, reps = x.repeat(reps, 1, 1), mask.repeat(reps, 1), 1
             context, t, _ = layer.attention.self(x, mask, generator=generator, attn_dropout=p,
                                                  n_samples=reps, **kw)
             if reps > 1:

@@ -111,7 +111,8 @@ def train(args) -> Path:
         train_set = train_set[: args.limit]
     texts, labels = _texts_labels(train_set)
     dev_texts, dev_labels = _texts_labels(dev_set)
-    targets = soft_targets(train_set) if getattr(args, "targets", "hard") == "soft" else labels
+    soft = getattr(args, "targets", "hard") == "soft"
+    targets = soft_targets(train_set) if soft else labels
 
     config = recipe(args.model, getattr(args, "attention", []))
     model = BamClassifier(config)
@@ -155,8 +156,7 @@ def train(args) -> Path:
         "trained_hyper": model.trained_hyper,
         "training": {
             "objective": "exact marginal likelihood" if config.family == "categorical" else "ELBO",
-            "targets": ("soft: share of raters rating > 0 (human_p_positive)"
-                        if getattr(args, "targets", "hard") == "soft" else "hard: clear labels"),
+            "targets": "soft: share of raters rating > 0 (human_p_positive)" if soft else "hard: clear labels",
             "kl_weight_per_cell": args.kl_weight, "kl_anneal_fraction": args.kl_anneal,
             "epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr,
             "weight_decay": args.weight_decay, "warmup_fraction": args.warmup, "seed": args.seed,
