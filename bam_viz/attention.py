@@ -45,6 +45,10 @@ from bam_viz.kl import kl_weibull_gamma
 
 FAMILIES = ("softmax", "weibull", "lognormal", "dirichlet", "categorical")
 STOCHASTIC_FAMILIES = ("weibull", "lognormal", "dirichlet", "categorical")
+# Families whose draws take a fixed count of random numbers per attention cell, so that a pass on
+# the first query rows alone can draw the full pass's numbers and keep its rows (Gamma rejection
+# sampling, behind the Dirichlet, takes a variable count).
+ROW_SLICEABLE = ("weibull", "lognormal")
 
 # Slider ranges of the app; the property tests cover them end to end.
 HYPER_RANGES = {
@@ -174,21 +178,30 @@ def normalize_log(log_samples: torch.Tensor, mask: torch.Tensor | None = None) -
 
 
 # ---- reparameterised log-space samplers ---------------------------------------------------------
-def _uniform(shape, like: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-    u = torch.rand(shape, generator=generator, device=like.device, dtype=like.dtype)
+def _first_rows(draw, shape, like: torch.Tensor, generator, drawn_rows: int | None) -> torch.Tensor:
+    """`draw(shape)`, or, with `drawn_rows`, a draw shaped as if dimension -2 had `drawn_rows` rows,
+    of which the first shape[-2] are kept: a pass that needs only the first queries ([CLS]) then
+    consumes the generator exactly as the full pass does, and gets the full pass's numbers."""
+    full = shape if drawn_rows is None else (*shape[:-2], drawn_rows, shape[-1])
+    out = draw(full, generator=generator, device=like.device, dtype=like.dtype)
+    return out if drawn_rows is None else out[..., : shape[-2], :]
+
+
+def _uniform(shape, like: torch.Tensor, generator: torch.Generator | None, drawn_rows: int | None = None):
+    u = _first_rows(torch.rand, shape, like, generator, drawn_rows)
     tiny = torch.finfo(like.dtype).tiny
     return u.clamp(tiny, 1 - torch.finfo(like.dtype).eps / 2)
 
 
-def log_weibull_rsample(log_scale, shape_k, generator=None):
+def log_weibull_rsample(log_scale, shape_k, generator=None, drawn_rows=None):
     """log S for S ~ Weibull(k, lambda): S = lambda * E^(1/k), E ~ Exp(1) (inverse CDF)."""
-    u = _uniform(log_scale.shape, log_scale, generator)
+    u = _uniform(log_scale.shape, log_scale, generator, drawn_rows)
     return log_scale + torch.log(-torch.log(u)) / shape_k
 
 
-def log_lognormal_rsample(loc, sigma, generator=None):
+def log_lognormal_rsample(loc, sigma, generator=None, drawn_rows=None):
     """log S for S ~ LogNormal(mu, sigma): mu + sigma * eps."""
-    eps = torch.randn(loc.shape, generator=generator, device=loc.device, dtype=loc.dtype)
+    eps = _first_rows(torch.randn, loc.shape, loc, generator, drawn_rows)
     return loc + sigma * eps
 
 
@@ -358,6 +371,9 @@ class BayesianAttention(nn.Module):
     f(E[z]) pass). `hyper` overrides the configured hyperparameters without touching the weights.
     `trace`: True records everything; "samples" only the sampled weights and prior draws (the
     S-row pass of explain), "stats" everything but the prior draws (the mean pass).
+    q may have fewer rows than k (only the first queries, e.g. [CLS] in a top layer whose other
+    rows nothing reads): the families in `ROW_SLICEABLE` then draw the full pass's random numbers
+    and keep those rows, so the generator moves on exactly as in the full pass.
     """
 
     def __init__(self, n_heads: int, d_head: int, config: AttentionConfig):
@@ -375,6 +391,8 @@ class BayesianAttention(nn.Module):
                 hyper: dict | None = None, trace: bool | str = False, attn_dropout: float = 0.0):
         cfg = self.config.with_hyper(**(hyper or {}))
         B, H, T, d = q.shape
+        n_keys = k.shape[-2]
+        drawn = None if T == n_keys else n_keys                          # query rows the full pass has
         kmask = _key_mask(mask, 4)                                        # (B, 1, 1, T)
         scores = q @ k.transpose(-1, -2) / math.sqrt(d)                   # (B, H, T, T)
         log_p = _masked_log_softmax(scores, kmask)                        # log softmax_j(psi_ij)
@@ -386,13 +404,15 @@ class BayesianAttention(nn.Module):
 
         lp, km = tile(log_p), (tile(kmask) if kmask is not None else None)
         fam = cfg.family
+        if stochastic and drawn is not None and fam not in ROW_SLICEABLE:
+            raise ValueError(f"{fam} draws cannot be sliced by query row: pass every query")
         if not stochastic:
             weights = log_p.exp()
         elif fam == "weibull":
             log_scale = lp - math.lgamma(1 + 1 / cfg.shape_k)            # BAM sec. 3.2
-            weights = normalize_log(log_weibull_rsample(log_scale, cfg.shape_k, generator), km)
+            weights = normalize_log(log_weibull_rsample(log_scale, cfg.shape_k, generator, drawn), km)
         elif fam == "lognormal":
-            weights = normalize_log(log_lognormal_rsample(lp - cfg.sigma**2 / 2, cfg.sigma, generator), km)
+            weights = normalize_log(log_lognormal_rsample(lp - cfg.sigma**2 / 2, cfg.sigma, generator, drawn), km)
         elif fam == "dirichlet":
             weights = dirichlet_rsample(math.log(cfg.concentration) + lp, km, generator)
         else:  # categorical: a hard alignment per query

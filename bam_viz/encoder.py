@@ -165,8 +165,10 @@ class SelfAttention(nn.Module):
         B, T, _ = x.shape
         return x.view(B, T, self.n_heads, self.d_head).transpose(1, 2)
 
-    def forward(self, x, mask, **kw):
-        q, k, v = self.heads(self.query(x)), self.heads(self.key(x)), self.heads(self.value(x))
+    def forward(self, x, mask, query_rows: int | None = None, **kw):
+        """`query_rows`: attend from the first rows only (keys and values still span every token)."""
+        xq = x if query_rows is None else x[:, :query_rows]
+        q, k, v = self.heads(self.query(xq)), self.heads(self.key(x)), self.heads(self.value(x))
         out, trace = self.core(q, k, v, mask, **kw)                        # (B, H, T, d)
         return out.transpose(1, 2).reshape(out.shape[0], out.shape[2], -1), trace, v
 

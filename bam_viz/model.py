@@ -16,6 +16,7 @@ import torch.nn as nn
 
 from bam_viz.attention import (
     FAMILY_HYPER,
+    ROW_SLICEABLE,
     STOCHASTIC_FAMILIES,
     AttentionConfig,
     AttentionTrace,
@@ -181,9 +182,13 @@ class BamClassifier(nn.Module):
         return x, traces
 
     def upper(self, x, mask, *, n_samples=1, generator=None, mode="sample", hyper=None, trace=False,
-              labels=None):
+              labels=None, cls_only=True):
         """Layers from the first stochastic one up, on (B, T, C) states; returns logits
-        (n_samples * B, 2), per-layer traces and the summed KL (n_samples * B,)."""
+        (n_samples * B, 2), per-layer traces and the summed KL (n_samples * B,).
+
+        Only [CLS] feeds the head, so, in inference without a trace, the top layer attends from the
+        [CLS] query alone (`cls_only`; False computes every row, as a trace must). Its draws are the
+        full pass's: the same numbers, and the generator left in the same state."""
         start = min(self.first_stochastic, self.n_layers)
         # Sample-major tiling, row s * B + b. The first layer here gets its input untiled: its
         # queries, keys, values and scores are the same in every sample, so they are computed once
@@ -203,14 +208,19 @@ class BamClassifier(nn.Module):
             if categorical_top:
                 return self._categorical_top(layer, x, mask, mode, generator, trace, traces, labels)
             p = self._dropout_p(i, mode)
+            top = i == self.n_layers - 1
+            # With dropout on, the full rows keep the random stream; a trace reads every row.
+            query_rows = 1 if (cls_only and top and p == 0 and not trace and not self.training and (
+                sampled != "sample" or self.family not in STOCHASTIC_FAMILIES
+                or self.family in ROW_SLICEABLE)) else None
             kw = dict(mode=sampled, hyper=hyper, trace=trace)
             context, t, _ = layer.attention.self(x, mask, generator=generator, attn_dropout=p,
-                                                 n_samples=reps, **kw)
+                                                 n_samples=reps, query_rows=query_rows, **kw)
             if reps > 1:
                 x, mask, reps = x.repeat(reps, 1, 1), mask.repeat(reps, 1), 1
-            if i == self.n_layers - 1 and p == 0:
+            if top and p == 0:
                 # Only [CLS] feeds the head: the top layer's feed-forward runs on that row alone
-                # (a third of the sampled pass). With dropout on, the full rows keep the random stream.
+                # (a third of the sampled pass).
                 x = layer.post_attention(x[:, :1], context[:, :1])
             else:
                 x = layer.post_attention(x, context, p, generator)

@@ -196,3 +196,35 @@ def test_untiled_first_layer_draws_exactly_what_tiled_input_draws(models, name, 
     torch.testing.assert_close(kl, ref_kl, atol=1e-5, rtol=1e-5)
     # and the samples differ from one another (the tiling did not copy one draw S times)
     assert not torch.allclose(logits[0], logits[2])
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+@pytest.mark.parametrize("mode", ["sample", "mean"])
+def test_top_layer_from_cls_alone_computes_what_every_row_computes(models, name, mode):
+    """Without a trace, the top layer attends from [CLS] only. The logits must equal the full
+    pass's, and the generator must end where the full pass leaves it (the same Monte Carlo stream
+    behind every published figure); the query projection must then see one row per sentence."""
+    m = models[name]
+    ids, mask = m.tokenizer.batch([TEXT, "Dreadful."])
+    seen = []
+    top_query = m.bert.layers[-1].attention.self.query
+    hook = top_query.register_forward_hook(lambda mod, inp, out: seen.append(inp[0].shape[1]))
+    try:
+        with torch.inference_mode():
+            x, _ = m.lower(ids, mask)
+            g_fast, g_full = torch.Generator().manual_seed(9), torch.Generator().manual_seed(9)
+            fast, _, _ = m.upper(x, mask, n_samples=4, generator=g_fast, mode=mode)
+            sliced_rows = seen[-1] if seen else None
+            full, _, _ = m.upper(x, mask, n_samples=4, generator=g_full, mode=mode, cls_only=False)
+    finally:
+        hook.remove()
+    torch.testing.assert_close(fast, full, atol=1e-5, rtol=0)
+    assert torch.equal(g_fast.get_state(), g_full.get_state())
+    if name in ("categorical", "softmax"):
+        # categorical: its top layer is the latent alignment, a path of its own; softmax: every
+        # layer is deterministic and runs in lower(), upper() has nothing to do.
+        return
+    if name in ("bam-wc", "bam-lc") or mode == "mean":
+        assert sliced_rows == 1          # the fast path did run
+    elif name == "dirichlet":
+        assert sliced_rows == ids.shape[1]   # Gamma rejection draws cannot be sliced by row
