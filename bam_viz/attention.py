@@ -348,10 +348,14 @@ class AttentionTrace:
     mean_weights: torch.Tensor            # (B', H, T, T) E_q[w] ~ softmax(psi)
     weights: torch.Tensor                 # (B'', H, T, T) the weights used (sampled or mean)
     prior_weights: torch.Tensor           # (B', H, T, T) prior mean pi (broadcast over queries)
-    prior_sample_weights: torch.Tensor    # (B'', H, T, T) normalised draws from the prior
+    prior_sample_weights: torch.Tensor | None  # (B'', H, T, T) normalised draws from the prior
     kl: torch.Tensor                      # (B', H) KL(q || prior) summed over queries and valid keys
     posterior_params: dict = field(default_factory=dict)  # each (B', H, T, T)
     prior_params: dict = field(default_factory=dict)
+    # trace="samples" leaves the prior draws to the caller and gives instead the prior's log pi for
+    # every output row, (B'', H, 1, T): the keys, and so pi, differ between samples above the
+    # first stochastic layer. Draw with `prior_weight_samples`.
+    prior_log_probs: torch.Tensor | None = None
 
 
 def dropout(x: torch.Tensor, p: float, generator: torch.Generator | None) -> torch.Tensor:
@@ -369,8 +373,10 @@ class BayesianAttention(nn.Module):
     `n_samples` > 1 draws that many weight samples per input row in one batched pass and returns
     (n_samples * B, H, T, d), sample-major (row s * B + b). mode="mean" uses E_q[w] = softmax (the
     f(E[z]) pass). `hyper` overrides the configured hyperparameters without touching the weights.
-    `trace`: True records everything; "samples" only the sampled weights and prior draws (the
-    S-row pass of explain), "stats" everything but the prior draws (the mean pass).
+    `trace`: True records everything; "samples" only the sampled weights and the per-row prior
+    probabilities, leaving the prior draws to the caller (the S-row pass of explain, which then
+    consumes the generator exactly as an untraced pass does); "stats" everything but the prior
+    draws (the mean pass).
     q may have fewer rows than k (only the first queries, e.g. [CLS] in a top layer whose other
     rows nothing reads): the families in `ROW_SLICEABLE` then draw the full pass's random numbers
     and keep those rows, so the generator moves on exactly as in the full pass.
@@ -429,9 +435,9 @@ class BayesianAttention(nn.Module):
         fam = cfg.family
         log_pi = _masked_log_softmax(self.prior_logits(keys), kmask)      # (B, H, 1, T)
         if level == "samples":
-            prior_samples = self._prior_samples(cfg, log_pi.expand_as(log_p), kmask, reps, generator)
-            return AttentionTrace(scores, log_p.exp(), weights, log_pi.exp().expand_as(log_p), prior_samples,
-                                  kl=log_p.new_zeros(log_p.shape[:2]))
+            return AttentionTrace(scores, log_p.exp(), weights, log_pi.exp().expand_as(log_p), None,
+                                  kl=log_p.new_zeros(log_p.shape[:2]),
+                                  prior_log_probs=log_pi.repeat(reps, 1, 1, 1) if reps > 1 else log_pi)
         valid = torch.ones_like(log_p, dtype=torch.bool) if kmask is None else kmask.expand_as(log_p)
         post, pri = {}, {}
         if fam == "weibull":
@@ -471,14 +477,21 @@ class BayesianAttention(nn.Module):
     def _prior_samples(cfg, log_pi, kmask, reps, generator):
         lp = log_pi.repeat(reps, 1, 1, 1) if reps > 1 else log_pi
         km = kmask.repeat(reps, 1, 1, 1) if (kmask is not None and reps > 1) else kmask
-        fam = cfg.family
-        if fam == "weibull":   # S ~ Gamma(beta * pi, beta): the rate cancels in the normalisation
-            return normalize_log(log_gamma_rsample(math.log(cfg.beta) + lp, generator), km)
-        if fam == "lognormal":
-            return normalize_log(log_lognormal_rsample(lp - cfg.prior_sigma**2 / 2, cfg.prior_sigma,
-                                                       generator), km)
-        if fam == "dirichlet":
-            return dirichlet_rsample(math.log(cfg.prior_concentration) + lp, km, generator)
-        if fam == "categorical":
-            return categorical_sample(lp, generator)
-        return lp.exp()
+        return prior_weight_samples(cfg, lp, km, generator)
+
+
+def prior_weight_samples(cfg: AttentionConfig, log_pi: torch.Tensor, kmask: torch.Tensor | None = None,
+                         generator: torch.Generator | None = None) -> torch.Tensor:
+    """Attention weights drawn from the prior of `cfg.family`: one normalised draw per row of
+    `log_pi` (..., T), the prior's log pi over keys (broadcast it over queries first)."""
+    fam = cfg.family
+    if fam == "weibull":   # S ~ Gamma(beta * pi, beta): the rate cancels in the normalisation
+        return normalize_log(log_gamma_rsample(math.log(cfg.beta) + log_pi, generator), kmask)
+    if fam == "lognormal":
+        return normalize_log(log_lognormal_rsample(log_pi - cfg.prior_sigma**2 / 2, cfg.prior_sigma,
+                                                   generator), kmask)
+    if fam == "dirichlet":
+        return dirichlet_rsample(math.log(cfg.prior_concentration) + log_pi, kmask, generator)
+    if fam == "categorical":
+        return categorical_sample(log_pi, generator)
+    return log_pi.exp()

@@ -147,7 +147,7 @@ def prior_posterior_figure(result: ExplainResult, layer: int, head: int, query: 
     keys = axis_labels(result.tokens)
     prior_mean = _np(result.prior_weights[layer, head, query])                 # (T,)
     post_mean = _np(result.mean_weights[layer, head, query])                   # (T,)
-    prior_draws = _np(result.prior_sample_weights[:, layer, head, query])      # (S, T)
+    prior_draws = _np(result.prior_draws(layer, head)[:, query])             # (S, T)
     post_draws = _np(result.sample_weights[:, layer, head, query])             # (S, T)
     data = []
     for name, mean, draws, colour in (

@@ -7,6 +7,7 @@ attention samples cost one batched pass, not S passes.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
@@ -22,6 +23,7 @@ from bam_viz.attention import (
     AttentionTrace,
     categorical_sample,
     dropout,
+    prior_weight_samples,
 )
 from bam_viz.encoder import Bert, BertConfig, LoRALinear, Tokenizer
 from bam_viz.result import ExplainResult, entropy
@@ -354,19 +356,35 @@ class BamClassifier(nn.Module):
         else:
             alias = {}
 
-        def per_layer(attr, sampled):
+        # Prior draws are made when a chart asks for them, one (layer, head) at a time (_PriorDraws);
+        # the sampled pass above drew only the posterior's numbers, as predict() does.
+        lazy_prior = {i: t.prior_log_probs for i, t in enumerate(traces, start=len(lower_traces))
+                      if self.family != "softmax" and i in self.config.stochastic_layers
+                      and t.prior_log_probs is not None}
+
+        def layer_rows(attr, sampled, skip=()):
             attr = alias.get(attr, attr)
             rows = []
             for t in lower_traces:
                 w = t.mean_weights[0]
                 rows.append(w.expand(S, *w.shape) if sampled else w)
-            for t, mf in zip(traces, mf_traces, strict=True):
-                if sampled:
-                    w = getattr(t, attr)
+            for i, (t, mf) in enumerate(zip(traces, mf_traces, strict=True), start=len(lower_traces)):
+                if i in skip:
+                    rows.append(None)
+                elif sampled:
+                    w = getattr(t, attr) if i in self.config.stochastic_layers else t.mean_weights
                     rows.append(w if w.shape[0] == S else w.expand(S, *w.shape[1:]))
                 else:
                     rows.append(getattr(mf, attr)[0])
-            return torch.stack(rows, 1 if sampled else 0).float().cpu()
+            return rows
+
+        def per_layer(attr, sampled):
+            return torch.stack(layer_rows(attr, sampled), 1 if sampled else 0).float().cpu()
+
+        eager_prior = {i: w.float().cpu() for i, w in
+                       enumerate(layer_rows("prior_sample_weights", True, skip=lazy_prior)) if w is not None}
+        prior_draws = _PriorDraws(eager_prior, lazy_prior, seed, {
+            i: self.bert.layers[i].attention.self.core.config.with_hyper(**hyper) for i in lazy_prior})
 
         kl = torch.stack([torch.zeros_like(t.kl[0]) for t in lower_traces]
                          + [mf.kl[0] for mf in mf_traces]).float().cpu()
@@ -388,8 +406,7 @@ class BamClassifier(nn.Module):
             stochastic_layers=list(self.config.stochastic_layers) if self.stochastic else [],
             hyper={**self.trained_hyper, **hyper}, n_samples=S, seed=seed, truncated=truncated,
             sample_weights=per_layer("weights", True), mean_weights=per_layer("mean_weights", False),
-            prior_weights=per_layer("prior_weights", False),
-            prior_sample_weights=per_layer("prior_sample_weights", True), kl=kl,
+            prior_weights=per_layer("prior_weights", False), prior_sampler=prior_draws, kl=kl,
             sample_probs=sample_probs.cpu(), mc_probs=sample_probs.mean(0).cpu(),
             mean_field_probs=mf_logits.softmax(-1)[0].float().cpu(),
             posterior_params=post, prior_params=prior, notes=notes,
@@ -401,6 +418,37 @@ class BamClassifier(nn.Module):
         (`ExplainResult.key_densities` answers None there)."""
         rows = [getattr(mf, attr)[key][0] for mf in mf_traces]
         return torch.stack([torch.zeros_like(rows[0])] * len(lower_traces) + rows).float().cpu()
+
+
+class _PriorDraws:
+    """explain()'s attention drawn from the prior, made one (layer, head) at a time, on demand.
+
+    A chart shows one head, so a slider move draws S x T x T prior variables instead of
+    S x L x H x T x T (the Gamma draws behind BAM-WC's prior were a quarter of explain()).
+    Every (layer, head) has a generator of its own, seeded from (seed, layer, head): the numbers
+    do not depend on which heads were asked for before, or in what order. `eager` holds layers whose
+    "prior draws" cost nothing (deterministic layers, softmax, the categorical alignment);
+    `lazy` maps a stochastic layer to the prior's log pi per sample, (S, H, 1, T).
+    """
+
+    def __init__(self, eager: dict, lazy: dict, seed: int, configs: dict):
+        self.eager, self.lazy, self.seed, self.configs = eager, lazy, seed, configs
+
+    @staticmethod
+    def stream_seed(seed: int, layer: int, head: int) -> int:
+        digest = hashlib.sha256(f"prior-draws:{seed}:{layer}:{head}".encode()).digest()
+        return int.from_bytes(digest[:8], "little") >> 1          # 63 bits: any torch seed
+
+    def __call__(self, layer: int, head: int) -> torch.Tensor:
+        """(S, T, T) attention weights drawn from the prior in one layer and head."""
+        if layer in self.eager:
+            return self.eager[layer][:, head]
+        log_pi = self.lazy[layer][:, head : head + 1]                    # (S, 1, 1, T)
+        S, T = log_pi.shape[0], log_pi.shape[-1]
+        g = torch.Generator(device=log_pi.device).manual_seed(self.stream_seed(self.seed, layer, head))
+        with torch.inference_mode():
+            w = prior_weight_samples(self.configs[layer], log_pi.expand(S, 1, T, T), None, g)
+        return w[:, 0].float().cpu()
 
 
 __all__ = ["BamClassifier", "ModelConfig", "CLASSES", "entropy"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -34,11 +35,16 @@ class ExplainResult:
     sample_weights: torch.Tensor       # (S, L, H, T, T) sampled attention weights
     mean_weights: torch.Tensor         # (L, H, T, T) posterior-mean attention (softmax of the scores)
     prior_weights: torch.Tensor        # (L, H, T, T) prior mean attention (equal to mean_weights where no prior)
-    prior_sample_weights: torch.Tensor  # (S, L, H, T, T) attention drawn from the prior
     kl: torch.Tensor                   # (L, H) KL(q || prior), summed over queries and keys
     sample_probs: torch.Tensor         # (S, C) predictive probabilities, one row per attention sample
     mc_probs: torch.Tensor             # (C,) E[f(z)]: mean of sample_probs
     mean_field_probs: torch.Tensor     # (C,) f(E[z]): one pass with every stochastic layer at its mean
+    # (S, L, H, T, T) attention drawn from the prior. Give either the tensor or `prior_sampler`,
+    # a function (layer, head) -> (S, T, T) that draws one head on demand (explain() does): then
+    # `prior_draws` draws only the heads a chart shows, and this attribute is assembled from every
+    # head the first time it is read.
+    prior_sample_weights: torch.Tensor | None = field(default_factory=lambda: None)
+    prior_sampler: Callable[[int, int], torch.Tensor] | None = field(default=None, repr=False, compare=False)
     # Parameters of the unnormalised posterior q(S_ij) and of the prior p(S_ij), per layer, each
     # (L, H, T, T) (prior ones broadcast over queries). Keys by family:
     #   weibull:   posterior {"shape_k", "scale"}, prior {"alpha", "beta"} (Gamma concentration, rate)
@@ -48,6 +54,32 @@ class ExplainResult:
     posterior_params: dict[str, torch.Tensor] = field(default_factory=dict)
     prior_params: dict[str, torch.Tensor] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # plain-language notices (truncation, clipping)
+
+    def __post_init__(self):
+        if self.prior_sample_weights is None:
+            if self.prior_sampler is None:
+                raise ValueError("give prior_sample_weights or a prior_sampler")
+            del self.prior_sample_weights             # drawn on first read (__getattr__)
+        self._prior_heads: dict[tuple[int, int], torch.Tensor] = {}
+
+    def __getattr__(self, name):
+        # Only reached for attributes not set: the prior draws of a result made with a sampler.
+        if name == "prior_sample_weights" and self.__dict__.get("prior_sampler") is not None:
+            L, H = self.kl.shape
+            full = torch.stack([torch.stack([self.prior_draws(layer, h) for h in range(H)], 1)
+                                for layer in range(L)], 1)                     # (S, L, H, T, T)
+            self.__dict__["prior_sample_weights"] = full
+            return full
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def prior_draws(self, layer: int, head: int) -> torch.Tensor:
+        """(S, T, T) attention drawn from the prior in one layer and head (what the charts read)."""
+        if "prior_sample_weights" in self.__dict__:
+            return self.prior_sample_weights[:, layer, head]
+        key = (layer, head)
+        if key not in self._prior_heads:
+            self._prior_heads[key] = self.prior_sampler(layer, head)
+        return self._prior_heads[key]
 
     # ---- summaries of the predictive distribution ------------------------------------------------
     @property

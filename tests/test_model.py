@@ -87,6 +87,55 @@ def test_sliders_change_the_samples_not_the_weights(models):
     lo, hi = m.explain(TEXT, 16, seed=0, beta=1e-3), m.explain(TEXT, 16, seed=0, beta=1e3)
     torch.testing.assert_close(lo.mean_weights, hi.mean_weights)
     assert not torch.allclose(lo.prior_sample_weights[:, 3:], hi.prior_sample_weights[:, 3:])
+    # The prior draws have generators of their own, so the posterior's samples and the prediction
+    # are the very same numbers, whatever beta is.
+    assert torch.equal(lo.sample_weights, hi.sample_weights) and torch.equal(lo.sample_probs, hi.sample_probs)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_explain_samples_what_predict_samples(models, name):
+    """The app's E[f(z)] is predict()'s: explain() spends the seed's generator on the posterior
+    alone (prior draws have their own), and predict's [CLS]-only top layer draws the same numbers."""
+    m = models[name]
+    r = m.explain(TEXT, 6, seed=3)
+    p = m.predict_samples([TEXT], n_samples=6, seed=3)[0]
+    torch.testing.assert_close(r.sample_probs, p, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("name", ["bam-wc", "bam-lc", "dirichlet"])
+def test_prior_draws_per_head_are_seeded_and_independent_of_order(models, name):
+    m = models[name]
+    a, b, c = m.explain(TEXT, 8, seed=1), m.explain(TEXT, 8, seed=1), m.explain(TEXT, 8, seed=2)
+    head_first = a.prior_draws(4, 7).clone()           # one head drawn before anything else
+    full = b.prior_sample_weights                       # every head, in order
+    assert torch.equal(head_first, full[:, 4, 7])
+    assert torch.equal(a.prior_sample_weights, full)
+    assert not torch.allclose(full[:, 3:], c.prior_sample_weights[:, 3:])
+    assert not torch.allclose(full[:, 4, 7], full[:, 4, 8])   # heads do not share draws
+    # below the first stochastic layer nothing is drawn: the mean weights repeat
+    torch.testing.assert_close(full[:, :3], a.mean_weights[:3].expand_as(full[:, :3]))
+
+
+def test_prior_draws_average_to_the_prior_mean(models):
+    """Normalised Gamma(beta * pi_j) draws are Dirichlet(beta * pi): their mean is pi. In the first
+    stochastic layer the keys, and so pi, are the same in every sample."""
+    m = models["bam-wc"]
+    prior_net = m.bert.layers[3].attention.self.core.prior_net
+    saved = prior_net.out.detach().clone()
+    try:
+        with torch.no_grad():   # the untrained prior is uniform; make pi far from it
+            prior_net.out.copy_(torch.randn(saved.shape, generator=torch.Generator().manual_seed(0)) * 3)
+        m._lower_cache.clear()
+        r = m.explain(TEXT, 3000, seed=0, beta=2.0)
+    finally:
+        with torch.no_grad():
+            prior_net.out.copy_(saved)
+        m._lower_cache.clear()
+    draws = r.prior_draws(3, 5)                                               # (S, T, T)
+    pi = r.prior_weights[3, 5]
+    assert pi[0].max() > 3 / pi.shape[-1]                                     # not uniform
+    torch.testing.assert_close(draws.mean(0), pi, atol=0.015, rtol=0)
+    assert torch.allclose(draws.sum(-1), torch.ones(draws.shape[:2]), atol=1e-5)
 
 
 def test_lower_layers_are_cached_per_text(models, monkeypatch):
