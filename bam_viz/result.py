@@ -113,9 +113,12 @@ class ExplainResult:
 
         Cached: a std over every sampled weight (~20 ms at 32 samples) that the heatmap and its
         caption both read on each rerun; results are read-only, so it cannot go stale."""
-        if self.sample_weights.shape[0] < 2:
+        w = self.sample_weights
+        if w.shape[0] < 2:
             return torch.zeros(self.kl.shape)
-        return self.sample_weights.std(0).mean((-1, -2))
+        # The two-pass formula, written out: torch's std(0) takes ~7x longer on this shape.
+        var = (w - w.mean(0)).square_().sum(0) / (w.shape[0] - 1)
+        return var.sqrt_().mean((-1, -2))
 
     def key_densities(self, layer: int, head: int, query: int, key: int, n_points: int = 200):
         """Densities of log10 S_ij under q and under the prior, for one query and key.

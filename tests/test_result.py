@@ -82,3 +82,30 @@ def test_key_densities_finite_at_extremes():
     r = make("dirichlet", {"concentration": 1e-9}, {"concentration": 1e4}, torch.full((2, 2), 0.5))
     d = r.key_densities(1, 0, 0, 1)
     assert all(np.isfinite(d[k]).all() for k in ("x", "posterior", "prior"))
+
+
+def test_spread_is_the_mean_sample_std_and_a_sampler_result_needs_no_tensor():
+    probs = torch.tensor([[0.7, 0.3], [0.2, 0.8], [0.5, 0.5]])
+    r = make("weibull", {"shape_k": 2.0, "scale": 0.3}, {"alpha": 0.5, "beta": 1.0}, probs)
+    g = torch.Generator().manual_seed(0)
+    w = torch.rand(3, 2, 1, 3, 3, generator=g).softmax(-1)
+    r.sample_weights = w
+    torch.testing.assert_close(r.spread, w.std(0).mean((-1, -2)))     # the two-pass formula
+    # A result built with a prior sampler draws heads on demand and assembles the full tensor once.
+    asked = []
+
+    def sampler(layer, head):
+        asked.append((layer, head))
+        return torch.full((3, 3, 3), float(layer + 1) / 3)
+
+    fields = {f: getattr(r, f) for f in (
+        "text", "tokens", "classes", "model_name", "family", "stochastic_layers", "hyper", "n_samples", "seed",
+        "truncated", "sample_weights", "mean_weights", "prior_weights", "kl", "sample_probs", "mc_probs",
+        "mean_field_probs")}
+    lazy = ExplainResult(**fields, prior_sampler=sampler)
+    assert lazy.prior_draws(1, 0)[0, 0, 0] == pytest.approx(2 / 3) and asked == [(1, 0)]
+    lazy.prior_draws(1, 0)
+    assert asked == [(1, 0)]                                            # drawn once
+    assert lazy.prior_sample_weights.shape == (3, 2, 1, 3, 3) and asked == [(1, 0), (0, 0)]
+    with pytest.raises(ValueError, match="prior_sampler"):
+        ExplainResult(**fields)
