@@ -164,52 +164,57 @@ def _read_lines(path: Path, problems: list[str]) -> list[tuple[int, str]]:
     return lines
 
 
-def _parse_ground_truth(path: Path, problems: list[str]) -> dict[str, tuple[float, str]]:
-    rows: dict[str, tuple[float, str]] = {}
+def _parse_rows(path: Path, problems: list[str], parse) -> dict:
+    """{id: value} from `parse(line) -> (id, value)`, which raises ValueError on a bad line; bad
+    lines and repeated ids are reported and skipped."""
+    rows: dict = {}
     for number, line in _read_lines(path, problems):
-        # Split twice only: a tab inside the text stays part of the text.
-        parts = line.split("\t", 2)
         try:
-            if len(parts) != 3:
-                raise ValueError(f"{len(parts)} fields, expected 3")
-            id_, mean_s, text = parts[0].strip(), parts[1], parts[2].strip()
-            mean = float(mean_s)
-            if not math.isfinite(mean) or not -4 <= mean <= 4:
-                raise ValueError(f"mean {mean_s!r} outside -4..4")
-            if not text:
-                raise ValueError("empty text")
+            id_, value = parse(line)
         except ValueError as err:
             problems.append(f"{path.name}:{number}: skipped ({err}): {line[:60]!r}")
             continue
         if id_ in rows:
             problems.append(f"{path.name}:{number}: duplicate id {id_!r} skipped")
             continue
-        rows[id_] = (mean, text)
+        rows[id_] = value
     return rows
+
+
+def _ground_truth_row(line: str) -> tuple[str, tuple[float, str]]:
+    # Split twice only: a tab inside the text stays part of the text.
+    parts = line.split("\t", 2)
+    if len(parts) != 3:
+        raise ValueError(f"{len(parts)} fields, expected 3")
+    id_, mean_s, text = parts[0].strip(), parts[1], parts[2].strip()
+    mean = float(mean_s)
+    if not math.isfinite(mean) or not -4 <= mean <= 4:
+        raise ValueError(f"mean {mean_s!r} outside -4..4")
+    if not text:
+        raise ValueError("empty text")
+    return id_, (mean, text)
+
+
+def _ratings_row(line: str) -> tuple[str, tuple[float, tuple[int, ...]]]:
+    parts = line.split("\t")
+    if len(parts) != 4:
+        raise ValueError(f"{len(parts)} fields, expected 4")
+    id_, listed = parts[0].strip(), parts[3].strip()
+    std_col = float(parts[2])
+    if not (listed.startswith("[") and listed.endswith("]")):
+        raise ValueError("ratings are not a [..] list")
+    ratings = tuple(int(r) for r in listed[1:-1].split(","))
+    if not all(-4 <= r <= 4 for r in ratings):
+        raise ValueError("a rating outside -4..4")
+    return id_, (std_col, ratings)
+
+
+def _parse_ground_truth(path: Path, problems: list[str]) -> dict[str, tuple[float, str]]:
+    return _parse_rows(path, problems, _ground_truth_row)
 
 
 def _parse_ratings(path: Path, problems: list[str]) -> dict[str, tuple[float, tuple[int, ...]]]:
-    rows: dict[str, tuple[float, tuple[int, ...]]] = {}
-    for number, line in _read_lines(path, problems):
-        parts = line.split("\t")
-        try:
-            if len(parts) != 4:
-                raise ValueError(f"{len(parts)} fields, expected 4")
-            id_, listed = parts[0].strip(), parts[3].strip()
-            std_col = float(parts[2])
-            if not (listed.startswith("[") and listed.endswith("]")):
-                raise ValueError("ratings are not a [..] list")
-            ratings = tuple(int(r) for r in listed[1:-1].split(","))
-            if not all(-4 <= r <= 4 for r in ratings):
-                raise ValueError("a rating outside -4..4")
-        except ValueError as err:
-            problems.append(f"{path.name}:{number}: skipped ({err}): {line[:60]!r}")
-            continue
-        if id_ in rows:
-            problems.append(f"{path.name}:{number}: duplicate id {id_!r} skipped")
-            continue
-        rows[id_] = (std_col, ratings)
-    return rows
+    return _parse_rows(path, problems, _ratings_row)
 
 
 def _population_std(ratings: tuple[int, ...]) -> float:

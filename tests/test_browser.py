@@ -46,12 +46,17 @@ def plot_data(page) -> str:
         ".map(el => (el.data || []).map(t => [t.x, t.y, t.z])))")
 
 
-def test_type_a_sentence_and_move_shape_k(page):
+def submit_text(page, text: str) -> None:
+    """Type `text` into the sentence box, submit it, and wait for the page's next full view."""
     box = page.get_by_label("Sentence (text)")
-    box.fill("A quiet, strange and quite lovely little film.")
-    before_view = bl.marker_view(page)
+    box.fill(text)
+    view = bl.marker_view(page)
     box.press("Control+Enter")
-    bl.wait_for_view(page, before_view + 1)
+    bl.wait_for_view(page, view + 1)
+
+
+def test_type_a_sentence_and_move_shape_k(page):
+    submit_text(page, "A quiet, strange and quite lovely little film.")
     bl.wait_for_charts(page, 7)
     before_plots = plot_data(page)
     page.screenshot(path=str(ARTIFACTS / "browser-before.png"))
@@ -77,11 +82,7 @@ def test_type_a_sentence_and_move_shape_k(page):
 
 
 def test_hostile_text_renders_as_text(page):
-    box = page.get_by_label("Sentence (text)")
-    box.fill("<script>window.__pwned = 1</script><img src=x onerror='window.__pwned=2'> fine")
-    view = bl.marker_view(page)
-    box.press("Control+Enter")
-    bl.wait_for_view(page, view + 1)
+    submit_text(page, "<script>window.__pwned = 1</script><img src=x onerror='window.__pwned=2'> fine")
     assert page.evaluate("() => window.__pwned") is None
     assert page.locator("script:text('__pwned')").count() == 0
     page.screenshot(path=str(ARTIFACTS / "browser-hostile.png"))
