@@ -118,6 +118,67 @@ class MemoPredictor:
         return np.stack([self._means[t] for t in texts])
 
 
+def temper(probs: np.ndarray, temperature: float) -> np.ndarray:
+    """Temperature scaling (Guo et al. 2017, sec. 4.2) of probabilities along the last axis:
+    softmax(log p / T). T > 1 softens, T < 1 sharpens; the argmax never changes."""
+    logits = np.log(np.clip(np.asarray(probs, dtype=np.float64), 1e-300, None)) / temperature
+    logits -= logits.max(axis=-1, keepdims=True)
+    e = np.exp(logits)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+class TemperedPredictor:
+    """`predictor` with every attention sample's probabilities tempered by one temperature T, as
+    temperature scaling does to a deterministic network's logits (the samples are then averaged)."""
+
+    def __init__(self, predictor: Predictor, temperature: float) -> None:
+        if not np.isfinite(temperature) or temperature <= 0:
+            raise ValueError(f"temperature must be positive, got {temperature}")
+        self.predictor, self.temperature = predictor, float(temperature)
+        self.name = f"{predictor.name}@T={self.temperature:.3g}"
+
+    def sample_probs(self, texts: list[str], n_samples: int, seed: int) -> np.ndarray:
+        return temper(_to_numpy(self.predictor.sample_probs(texts, n_samples, seed)), self.temperature)
+
+    def mean_field_probs(self, texts: list[str]) -> np.ndarray:
+        return temper(_to_numpy(self.predictor.mean_field_probs(texts)), self.temperature)
+
+
+def fit_temperature(sample_probs: np.ndarray, labels: np.ndarray, lo: float = 0.05, hi: float = 20.0) -> float:
+    """The T minimising the NLL of the tempered Monte Carlo predictive mean_s temper(p_s, T) on
+    labelled (N, S, 2) samples: golden-section search on log T (the NLL is unimodal in practice;
+    the bracket is checked by the caller's tests, not assumed)."""
+    sample_probs = np.asarray(sample_probs, dtype=np.float64)
+
+    def loss(log_t: float) -> float:
+        return metrics.nll(temper(sample_probs, float(np.exp(log_t))).mean(axis=1), labels)
+
+    a, b = np.log(lo), np.log(hi)
+    ratio = (np.sqrt(5.0) - 1) / 2
+    c, d = b - ratio * (b - a), a + ratio * (b - a)
+    fc, fd = loss(c), loss(d)
+    for _ in range(60):                     # the bracket shrinks by 0.618 each step: ~1e-12 wide
+        if fc < fd:
+            b, d, fd = d, c, fc
+            c = b - ratio * (b - a)
+            fc = loss(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + ratio * (b - a)
+            fd = loss(d)
+    return float(np.exp((a + b) / 2))
+
+
+def temperature_from_dev(predictor: Predictor, n_samples: int, seed: int, data=None,
+                         batch_size: int = 64) -> tuple[float, int]:
+    """Fit T on the clear sentences of the movies dev split; returns (T, sentences used)."""
+    dev = load_split(IN_DOMAIN, "dev", data)
+    samples, _ = _predict(predictor, [s.text for s in dev], n_samples, seed, batch_size,
+                          f"{predictor.name} dev (temperature)")
+    labels = np.array([1 if s.label == "positive" else 0 for s in dev], dtype=np.int64)
+    return fit_temperature(samples, labels), len(dev)
+
+
 def _batch_seed(seed: int, start: int) -> int:
     # Each batch gets its own stream, so sentences in different batches do not share noise.
     return int(hashlib.sha256(f"{seed}:{start}".encode()).hexdigest(), 16) % (2**31)
@@ -389,6 +450,9 @@ def add_evaluate_args(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
                         help="folder holding <model>/card.json (default: the shipped pretrained/)")
     parser.add_argument("--hyper", action="append", default=[], metavar="NAME=VALUE",
                         help="inference-time attention override, e.g. shape_k=3 (repeatable)")
+    parser.add_argument("--temperature", default=None, metavar="T|dev",
+                        help="temperature scaling of every sample's probabilities: a number, or 'dev' to "
+                             "fit T by NLL on the movies dev split first (Guo et al. 2017)")
     parser.add_argument("--json", default=None, metavar="OUT",
                         help="write the full results here ({corpus} in the name is replaced per corpus)")
     return parser
@@ -431,6 +495,19 @@ def run_evaluate(args: argparse.Namespace) -> list[dict]:
         root = getattr(args, "root", None)
         model = zoo.load(args.model, root=Path(root)) if root else bam_viz.load(args.model)
         predictor = ModelPredictor(model, **hyper)
+    temperature, fitted_on = getattr(args, "temperature", None), None
+    if temperature is not None:
+        if temperature == "dev":
+            temperature, n_dev = temperature_from_dev(predictor, args.samples, args.seed, args.data,
+                                                      getattr(args, "batch_size", 64))
+            fitted_on = f"movies dev, {n_dev} clear sentences, NLL of the mc predictive"
+            print(f"temperature fitted on movies dev: T = {temperature:.4f}")
+        else:
+            try:
+                temperature = float(temperature)
+            except ValueError:
+                raise SystemExit(f"--temperature takes a number or 'dev', got {temperature!r}") from None
+        predictor = TemperedPredictor(predictor, temperature)
     predictor = MemoPredictor(predictor)
     corpora = [IN_DOMAIN, *sorted(c for c in CORPORA if c != IN_DOMAIN)] if args.corpus == "all" else [args.corpus]
     if args.json and len(corpora) > 1 and "{corpus}" not in args.json:
@@ -447,6 +524,8 @@ def run_evaluate(args: argparse.Namespace) -> list[dict]:
             batch_size=getattr(args, "batch_size", 64),
             references=getattr(args, "references", True),
         )
+        if temperature is not None:
+            results["temperature"] = {"T": temperature, "fitted_on": fitted_on}
         print(summary(results))
         if args.json:
             out = Path(args.json.replace("{corpus}", corpus))

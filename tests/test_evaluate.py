@@ -289,3 +289,50 @@ def test_parse_assignments() -> None:
     for bad in ("shape_k", "=3", "shape_k=three"):
         with pytest.raises(SystemExit, match="NAME=VALUE"):
             ev.parse_assignments([bad])
+
+
+def test_temper_keeps_the_argmax_and_t1_is_the_identity() -> None:
+    p = np.array([[0.9, 0.1], [0.3, 0.7], [0.5, 0.5]])
+    np.testing.assert_allclose(ev.temper(p, 1.0), p)
+    soft, sharp = ev.temper(p, 3.0), ev.temper(p, 0.3)
+    assert (soft.argmax(1) == p.argmax(1)).all() and (sharp.argmax(1)[:2] == p.argmax(1)[:2]).all()
+    assert soft[0, 0] < 0.9 < sharp[0, 0]
+    np.testing.assert_allclose(ev.temper(p, 1e6), 0.5, atol=1e-5)
+    np.testing.assert_allclose(soft.sum(1), 1.0)
+
+
+def test_fit_temperature_recovers_a_known_overconfidence_and_agrees_with_scipy() -> None:
+    from scipy.optimize import minimize_scalar
+
+    rng = np.random.default_rng(0)
+    z = rng.normal(scale=2.0, size=20_000)
+    labels = (rng.random(z.size) < 1 / (1 + np.exp(-z))).astype(np.int64)    # calibrated at logit z
+    p = 1 / (1 + np.exp(-2.5 * z))                                            # 2.5x overconfident
+    samples = np.stack([1 - p, p], axis=-1)[:, None, :]
+    t = ev.fit_temperature(samples, labels)
+    assert t == pytest.approx(2.5, rel=0.05)
+    ref = minimize_scalar(lambda lt: ev.metrics.nll(ev.temper(samples, np.exp(lt)).mean(1), labels),
+                          bounds=(np.log(0.05), np.log(20)), method="bounded", options={"xatol": 1e-8})
+    assert t == pytest.approx(float(np.exp(ref.x)), rel=1e-3)
+
+
+def test_cli_temperature_tempers_every_sample_and_dev_fits_it(corpus_dir: Path, monkeypatch) -> None:
+    class Opinionated(FakeModel):      # confident, hash-based predictions instead of a constant 0.5
+        def predict_samples(self, texts, n_samples, seed, **hyper):
+            import torch
+
+            return torch.from_numpy(FakePredictor(spread=0.5).sample_probs(texts, n_samples, seed))
+
+    monkeypatch.setattr(bam_viz, "load", lambda name: Opinionated(), raising=False)
+    base = ("--model", "x", "--samples", "2", "--data", str(corpus_dir))
+    (plain,) = ev.run_evaluate(_cli(*base))
+    (hot,) = ev.run_evaluate(_cli(*base, "--temperature", "4"))
+    assert hot["temperature"] == {"T": 4.0, "fitted_on": None}
+    assert hot["mc"]["accuracy"] == plain["mc"]["accuracy"]                  # argmax unchanged
+    assert np.mean(hot["per_sentence"]["mc_entropy"]) > np.mean(plain["per_sentence"]["mc_entropy"])
+    (fitted,) = ev.run_evaluate(_cli(*base, "--temperature", "dev"))
+    assert fitted["temperature"]["fitted_on"].startswith("movies dev") and 0.05 < fitted["temperature"]["T"] < 20
+    with pytest.raises(SystemExit, match="temperature"):
+        ev.run_evaluate(_cli(*base, "--temperature", "warm"))
+    with pytest.raises(ValueError, match="positive"):
+        ev.TemperedPredictor(FakePredictor(), 0.0)
