@@ -39,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
         print(train(args))
     elif args.command == "evaluate":
         from bam_viz.evaluate import run_evaluate
+        if args.update_card and (args.hyper or args.temperature is not None or args.root):
+            parser.error("--update-card stores the trained configuration's metrics: "
+                         "not with --hyper, --temperature or --root")
         results = run_evaluate(args)
         if args.update_card:
             from bam_viz.zoo import update_card_metrics

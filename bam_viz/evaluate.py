@@ -77,13 +77,15 @@ def _to_numpy(x: Any) -> np.ndarray:
 class ModelPredictor:
     """Adapter over a bam_viz model: `predict_samples` (N, S, 2) and `predict_mean_field` (N, 2).
 
-    `hyper` (e.g. a temperature or prior override) is passed through to both calls.
+    `hyper` (attention hyperparameters at inference, e.g. shape_k) is passed through to both
+    calls and named in the predictor's name ("bam-wc@shape_k=1"), so its results never pass for
+    the model's trained configuration.
     """
 
     def __init__(self, model: Any, **hyper: Any) -> None:
         self.model = model
         self.hyper = hyper
-        self.name = str(model.name)
+        self.name = str(model.name) + "".join(f"@{k}={v:g}" for k, v in sorted(hyper.items()))
 
     def sample_probs(self, texts: list[str], n_samples: int, seed: int) -> np.ndarray:
         return _to_numpy(self.model.predict_samples(texts, n_samples=n_samples, seed=seed, **self.hyper))

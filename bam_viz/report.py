@@ -64,7 +64,7 @@ def out_of_domain_table(res) -> str:
     corpora = ["tweets", "amazon", "nyt"]
     rows = ["| model | " + " | ".join(f"{c} acc | {c} ECE | {c} AUROC OOD (H) | {c} ρ human" for c in corpora) + " |",
             "|" + "---|" * (1 + 4 * len(corpora))]
-    for name in _sorted({p for p, _ in res}):
+    for name in _sorted({p for p, c in res if c in corpora}):
         cells = [name]
         for c in corpora:
             r = res.get((name, c))

@@ -173,7 +173,8 @@ class FakeModel:
 def test_model_predictor_adapter() -> None:
     model = FakeModel()
     predictor = ev.ModelPredictor(model, temperature=0.5)
-    assert predictor.name == "fake-model"
+    assert predictor.name == "fake-model@temperature=0.5"     # never mistaken for the trained model
+    assert ev.ModelPredictor(model).name == "fake-model"
     samples = predictor.sample_probs(["a", "b"], n_samples=3, seed=7)
     assert isinstance(samples, np.ndarray) and samples.shape == (2, 3, 2) and samples.dtype == np.float64
     np.testing.assert_allclose(predictor.mean_field_probs(["a"]), [[0.25, 0.75]])

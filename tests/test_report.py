@@ -15,6 +15,9 @@ def test_report_tables_from_saved_results(tmp_path, capsys):
         for corpus in ("movies", "amazon"):
             r = ev.evaluate(FakePredictor(name, salt=salt), corpus, "test", n_samples=4, data=data_dir())
             (tmp_path / f"{name}-{corpus}.json").write_text(json.dumps(ev._jsonable(r)))
+    # A dev-chosen inference setting, evaluated on movies only: a row in domain, none out of it.
+    r = ev.evaluate(FakePredictor("bam-wc@shape_k=1", salt="y"), "movies", "test", n_samples=4, data=data_dir())
+    (tmp_path / "bam-wc-k1-movies.json").write_text(json.dumps(ev._jsonable(r)))
     (tmp_path / "notes.json").write_text("{}")  # not an evaluation: ignored
     assert main(["report", "--results", str(tmp_path), "--n-boot", "200"]) == 0
     out = capsys.readouterr().out
@@ -26,6 +29,15 @@ def test_report_tables_from_saved_results(tmp_path, capsys):
     assert row.count("[") == 4                                                    # four intervals
     ood = out.split("### Out of domain")[1].split("### Differences")[0]
     assert "| bam-wc | – | – | – | – | " in ood                                 # no tweets results: dashes
+    assert "| bam-wc@shape_k=1 |" in in_domain and "| bam-wc@shape_k=1 |" in diff
+    assert "bam-wc@shape_k=1" not in ood
+
+
+@pytest.mark.parametrize("extra", [["--hyper", "shape_k=1"], ["--temperature", "dev"], ["--root", "runs/x"]])
+def test_a_card_never_gets_the_metrics_of_another_configuration(extra, capsys):
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--model", "bam-wc", "--update-card", *extra])
+    assert "--update-card" in capsys.readouterr().err
 
 
 def test_seed_spread_table(tmp_path, capsys):
