@@ -126,13 +126,18 @@ def expected_entropy(sample_probs: np.ndarray) -> np.ndarray:
     return _entropy(sample_probs).mean(axis=1)
 
 
+MI_ROUNDING = 1e-12
+
+
 def mutual_information(sample_probs: np.ndarray) -> np.ndarray:
     """I[y; z | x] = H[E_z p] - E_z H[p] per sentence (N,), the epistemic part.
 
     Depeweg et al. (2018) "Decomposition of Uncertainty in Bayesian Deep Learning", eq. 7 (BALD,
-    Houlsby et al. 2011). It is >= 0 by Jensen; clipping at 0 removes only rounding error.
+    Houlsby et al. 2011). It is >= 0 by Jensen. Values under 1e-12 nats are rounding error and
+    become 0: identical samples (a deterministic model) must not rank sentences by float noise.
     """
-    return np.maximum(predictive_entropy(sample_probs) - expected_entropy(sample_probs), 0.0)
+    mi = predictive_entropy(sample_probs) - expected_entropy(sample_probs)
+    return np.where(mi < MI_ROUNDING, 0.0, mi)
 
 
 def paired_bootstrap(

@@ -124,6 +124,13 @@ def test_entropies_by_hand() -> None:
     # Identical samples: no epistemic part.
     same = np.array([[[0.7, 0.3], [0.7, 0.3]]])
     np.testing.assert_allclose(metrics.mutual_information(same), [0.0], atol=1e-15)
+    # ... exactly none, for any probabilities: rounding must not rank a deterministic model's
+    # sentences (its MI AUROC is then exactly 0.5, not float noise around it)
+    rng = np.random.default_rng(1)
+    p = rng.dirichlet([1.0, 1.0], size=500)[:, None, :].repeat(32, axis=1)
+    assert (metrics.mutual_information(p) == 0.0).all()
+    is_pos = rng.random(500) < 0.3
+    assert metrics.auroc(metrics.mutual_information(p), is_pos) == 0.5
 
 
 def test_entropy_decomposition_identity() -> None:
