@@ -47,12 +47,20 @@ clean:
 # Reproduce the shipped models and the README's tables (CPU: about 45 min of training, 40 of evaluation).
 MODELS := bam-wc softmax bam-lc dirichlet categorical
 EVAL_MODELS := vader softmax mc-dropout bam-wc bam-lc dirichlet categorical
-.PHONY: models evaluate report
+.PHONY: models evaluate controls report
 models: install
 	for m in $(MODELS); do $(PY) -m bam_viz train --model $$m || exit 1; done
 evaluate: install-test
 	for m in $(EVAL_MODELS); do \
 	  $(PY) -m bam_viz evaluate --model $$m --corpus all --split test --samples 32 \
 	    --json "results/$$m-{corpus}.json" $$( [ $$m = vader ] || echo --update-card ) || exit 1; done
+# Calibration controls on movies test (about 15 min): bam-wc at the shape k chosen on dev
+# (lowest dev NLL over k = 3, 1.5, 1, 0.7, 0.5, 0.35), and temperature scaling fitted on dev.
+controls: install-test
+	$(PY) -m bam_viz evaluate --model bam-wc --hyper shape_k=1 --json results/bam-wc-k1-movies.json
+	$(PY) -m bam_viz evaluate --model softmax --temperature dev --json results/softmax-Tdev-movies.json
+	$(PY) -m bam_viz evaluate --model bam-wc --temperature dev --json results/bam-wc-Tdev-movies.json
+	$(PY) -m bam_viz evaluate --model bam-wc --hyper shape_k=1 --temperature dev \
+	  --json results/bam-wc-k1-Tdev-movies.json
 report: install
 	$(PY) -m bam_viz report --results results
