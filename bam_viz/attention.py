@@ -57,6 +57,9 @@ HYPER_RANGES = {
     "beta": (1e-4, 1e4, "log"),
     "concentration": (0.05, 1e4, "log"),
 }
+# Hyperparameters only the prior reads: the posterior's samples, and so a sampled pass traced at
+# level "samples", do not depend on them (explain() reuses that pass when only these move).
+PRIOR_HYPER = ("beta", "prior_sigma", "prior_concentration")
 # Which hyperparameters a family reads (the app hides the others).
 FAMILY_HYPER = {
     "softmax": (),

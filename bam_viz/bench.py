@@ -63,11 +63,16 @@ def run_bench(args) -> dict:
     text = sentence_of_length(model, args.tokens)
     tokens = model.tokenize(text)
 
-    def explain_warm():  # a slider move: tokens and lower layers come from the cache
-        model.explain(text, n_samples=S, seed=1, shape_k=7.0)
+    moves = iter(range(10**9))
+
+    def explain_warm():  # a shape_k move: a new value each time; tokens and lower layers cached
+        model.explain(text, n_samples=S, seed=1, shape_k=7.0 + 1e-3 * next(moves))
+
+    def explain_beta():  # a beta move: the sampled pass is reused, prior and KL recomputed
+        model.explain(text, n_samples=S, seed=1, shape_k=7.0, beta=1.0 + 1e-3 * next(moves))
 
     def explain_cold():  # a new sentence: nothing cached
-        model._lower_cache.clear()
+        model.clear_caches()
         model.explain(text, n_samples=S, seed=1)
 
     ids = torch.tensor([model.tokenizer.encode(text)[0]], device=model.device)
@@ -88,6 +93,7 @@ def run_bench(args) -> dict:
 
         figures = {
             "explain_warm_ms": _median_ms(explain_warm, args.repeats),
+            "explain_beta_ms": _median_ms(explain_beta, args.repeats),
             "explain_cold_ms": _median_ms(explain_cold, args.repeats),
             # The three passes whose ratios are reported, timed in turns.
             **_interleaved_medians_ms({"batched_pass_ms": batched, "looped_passes_ms": looped,

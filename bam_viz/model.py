@@ -17,6 +17,7 @@ import torch.nn as nn
 
 from bam_viz.attention import (
     FAMILY_HYPER,
+    PRIOR_HYPER,
     ROW_SLICEABLE,
     STOCHASTIC_FAMILIES,
     AttentionConfig,
@@ -88,6 +89,7 @@ class BamClassifier(nn.Module):
         self.head = nn.Linear(BertConfig().hidden, len(CLASSES))
         self.tokenizer = Tokenizer(config.max_tokens)
         self._lower_cache: OrderedDict = OrderedDict()
+        self._sampled_cache: OrderedDict = OrderedDict()   # explain()'s sampled pass, see there
         self.card: dict = {}  # the model card, filled by bam_viz.zoo.load
 
     # ---- construction -------------------------------------------------------------------------
@@ -105,7 +107,19 @@ class BamClassifier(nn.Module):
         for module in self.modules():
             if isinstance(module, LoRALinear):
                 module.merge()
+        self.clear_caches()
         return self
+
+    def clear_caches(self) -> None:
+        """Forget explain()'s per-text states and sampled passes (they are keyed by text and
+        settings, not by weights): call it after changing any weight by hand."""
+        self._lower_cache.clear()
+        self._sampled_cache.clear()
+
+    def train(self, mode: bool = True) -> BamClassifier:
+        if mode:
+            self.clear_caches()   # training changes the weights the caches were computed with
+        return super().train(mode)
 
     def trainable_state_dict(self) -> dict[str, torch.Tensor]:
         """Only what training changed (adapters, layer norms, prior networks, head)."""
@@ -346,8 +360,20 @@ class BamClassifier(nn.Module):
         self.config.attention.with_hyper(**hyper)  # validates names and values early
         tokens, truncated, ids, mask, x, lower_traces = self._lower_cached(text)
         S = n_samples
-        g = torch.Generator(device=self.device).manual_seed(seed)
-        logits, traces, _ = self.upper(x, mask, n_samples=S, generator=g, hyper=hyper, trace="samples")
+        # The S-sample pass (most of explain's time) does not read the prior's hyperparameters, so
+        # moving beta reuses it and recomputes only the one-row mean pass and the prior's draws.
+        # Two entries: at 128 tokens one holds ~75 MB of sampled weights.
+        key = (text, S, seed, tuple(sorted((k, v) for k, v in hyper.items() if k not in PRIOR_HYPER)))
+        hit = self._sampled_cache.get(key)
+        if hit is None:
+            g = torch.Generator(device=self.device).manual_seed(seed)
+            logits, traces, _ = self.upper(x, mask, n_samples=S, generator=g, hyper=hyper, trace="samples")
+            self._sampled_cache[key] = logits, traces
+            if len(self._sampled_cache) > 2:
+                self._sampled_cache.popitem(last=False)
+        else:
+            self._sampled_cache.move_to_end(key)
+            logits, traces = hit
         mf_logits, mf_traces, _ = self.upper(x, mask, mode="mean", hyper=hyper, trace="stats")
         sample_probs = logits.softmax(-1).float()                                   # (S, 2)
 

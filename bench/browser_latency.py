@@ -3,8 +3,8 @@
     .venv/bin/python bench/browser_latency.py [--presses 20] [--json out.json]
 
 Measures the explorer (model bam-wc, a 24-token sentence, 32 samples, pressing ArrowRight on the
-`shape_k` slider) and, in the same run, `bench/trivial_app.py` (one slider, one line of text), and
-prints median and p95 of each and their ratio.
+`shape_k` slider, or `beta` with --slider beta) and, in the same run, `bench/trivial_app.py`
+(one slider, one line of text), and prints median and p95 of each and their ratio.
 
 How "updated" is detected: both apps end every full run with a footer inside a container keyed
 `render_marker` whose text starts "view N" (N counts the session's runs). After each keypress the
@@ -158,7 +158,7 @@ def summary(times: list[float]) -> dict:
             "times_s": [round(t, 4) for t in times]}
 
 
-def run(presses: int = 20, screenshot: Path | None = None) -> dict:
+def run(presses: int = 20, screenshot: Path | None = None, slider: str = "shape_k") -> dict:
     from playwright.sync_api import sync_playwright
 
     results = {}
@@ -166,8 +166,8 @@ def run(presses: int = 20, screenshot: Path | None = None) -> dict:
     with sync_playwright() as p:
         browser = launch_chromium(p)
         try:
-            for label, app, slider, n_charts, q in (
-                ("explorer", ROOT / "app.py", "shape_k", 7, query),
+            for label, app, pressed, n_charts, q in (
+                ("explorer", ROOT / "app.py", slider, 7, query),
                 ("trivial", ROOT / "bench" / "trivial_app.py", "value", 0, ""),
             ):
                 with serve(app) as url:
@@ -175,9 +175,9 @@ def run(presses: int = 20, screenshot: Path | None = None) -> dict:
                     page.goto(url + q)
                     wait_for_view(page, 1)
                     wait_for_charts(page, n_charts)
-                    measure(page, slider, 2)                       # warm-up: imports, first compile
+                    measure(page, pressed, 2)                      # warm-up: imports, first compile
                     server: list[float] = []
-                    results[label] = summary(measure(page, slider, presses, server))
+                    results[label] = summary(measure(page, pressed, presses, server))
                     if server:
                         results[label]["server"] = summary(server)
                     if screenshot and label == "explorer":
@@ -188,7 +188,7 @@ def run(presses: int = 20, screenshot: Path | None = None) -> dict:
     results["ratio_median"] = results["explorer"]["median_s"] / results["trivial"]["median_s"]
     results["ratio_p95"] = results["explorer"]["p95_s"] / results["trivial"]["p95_s"]
     results["setup"] = {"model": "bam-wc", "tokens": 24, "n_samples": 32, "presses": presses,
-                        "slider": "shape_k (ArrowRight, a new value each press)", "browser": CHROMIUM}
+                        "slider": f"{slider} (ArrowRight, a new value each press)", "browser": CHROMIUM}
     return results
 
 
@@ -197,8 +197,10 @@ def main() -> None:
     parser.add_argument("--presses", type=int, default=20)
     parser.add_argument("--json", type=Path, help="write the figures here as JSON")
     parser.add_argument("--screenshot", type=Path, help="save a screenshot of the explorer here")
+    parser.add_argument("--slider", default="shape_k", choices=["shape_k", "beta"],
+                        help="the explorer's slider to press (beta changes only the prior's panels)")
     args = parser.parse_args()
-    res = run(args.presses, args.screenshot)
+    res = run(args.presses, args.screenshot, args.slider)
     for label in ("explorer", "trivial"):
         r = res[label]
         print(f"{label:9s} median {1000 * r['median_s']:7.1f} ms   p95 {1000 * r['p95_s']:7.1f} ms"

@@ -125,12 +125,12 @@ def test_prior_draws_average_to_the_prior_mean(models):
     try:
         with torch.no_grad():   # the untrained prior is uniform; make pi far from it
             prior_net.out.copy_(torch.randn(saved.shape, generator=torch.Generator().manual_seed(0)) * 3)
-        m._lower_cache.clear()
+        m.clear_caches()
         r = m.explain(TEXT, 3000, seed=0, beta=2.0)
     finally:
         with torch.no_grad():
             prior_net.out.copy_(saved)
-        m._lower_cache.clear()
+        m.clear_caches()
     draws = r.prior_draws(3, 5)                                               # (S, T, T)
     pi = r.prior_weights[3, 5]
     assert pi[0].max() > 3 / pi.shape[-1]                                     # not uniform
@@ -140,7 +140,7 @@ def test_prior_draws_average_to_the_prior_mean(models):
 
 def test_lower_layers_are_cached_per_text(models, monkeypatch):
     m = models["bam-wc"]
-    m._lower_cache.clear()
+    m.clear_caches()
     calls = []
     original = m.lower
     monkeypatch.setattr(m, "lower", lambda *a, **k: calls.append(1) or original(*a, **k))
@@ -148,6 +148,35 @@ def test_lower_layers_are_cached_per_text(models, monkeypatch):
     m.explain(TEXT, 4, seed=0, shape_k=3.0)
     m.explain(TEXT, 4, seed=5, beta=7.0)
     assert len(calls) == 1
+
+
+def test_a_beta_move_reuses_the_sampled_pass_and_nothing_else(models, monkeypatch):
+    m = models["bam-wc"]
+    m.clear_caches()
+    sampled = []
+    original = m.upper
+    monkeypatch.setattr(m, "upper", lambda *a, **k: (k.get("trace") == "samples" and sampled.append(k["hyper"]))
+                        or original(*a, **k))
+    a = m.explain(TEXT, 6, seed=2, beta=0.5)
+    b = m.explain(TEXT, 6, seed=2, beta=50.0)
+    assert len(sampled) == 1                                    # the S-sample pass ran once
+    assert torch.equal(a.sample_weights, b.sample_weights) and torch.equal(a.sample_probs, b.sample_probs)
+    assert not torch.allclose(a.kl[3:], b.kl[3:])               # what beta changes is recomputed
+    assert not torch.allclose(a.prior_sample_weights[:, 3:], b.prior_sample_weights[:, 3:])
+    assert b.hyper["beta"] == 50.0
+    # and the reuse is exact: the same as computing it afresh
+    m.clear_caches()
+    fresh = m.explain(TEXT, 6, seed=2, beta=50.0)
+    assert torch.equal(fresh.sample_weights, b.sample_weights) and torch.equal(fresh.kl, b.kl)
+    assert torch.equal(fresh.prior_sample_weights, b.prior_sample_weights)
+    # anything the posterior reads misses the cache: shape_k, seed, sample count, text
+    for kw in ({"shape_k": 5.0}, {"seed": 3}, {"n_samples": 7}, {"text": TEXT + "!"}):
+        sampled.clear()
+        m.explain(**{"text": TEXT, "n_samples": 6, "seed": 2, "beta": 50.0, **kw})
+        assert len(sampled) == 1, kw
+    m.train()                                                   # weights may change: caches go
+    assert not m._sampled_cache and not m._lower_cache
+    m.eval()
 
 
 def test_padding_in_a_batch_changes_nothing(models):
