@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 import bam_viz
 from bam_viz.attention import HYPER_RANGES
+from views import state
 from views.state import N_SAMPLES_RANGE
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
@@ -72,6 +73,17 @@ def test_default_view(at):
     assert n_charts(at) == 7
     assert at.query_params["model"] == "bam-wc"
     assert any(c.value.startswith("view ") for c in at.caption)
+
+
+def test_the_dev_calibrated_k_is_named_beside_the_slider_never_applied(at):
+    """bam-wc's card records the inference k with the lowest dev NLL; the page names it next to
+    the trained value, and the slider still starts at the trained value."""
+    card = bam_viz.load("bam-wc").card["inference_selection"]
+    chosen = state.format_value(card["chosen"])
+    assert card["name"] == "shape_k" and min(card["dev_nll"], key=card["dev_nll"].get) == str(card["chosen"])
+    assert any(f"best calibrated on dev (lowest NLL) at {chosen}" in c.value for c in at.caption)
+    assert at.select_slider(key="shape_k").value == pytest.approx(bam_viz.load("bam-wc").trained_hyper["shape_k"])
+    assert sum("best calibrated on dev" in c.value for c in at.caption) == 1     # only for shape_k
 
 
 @pytest.mark.parametrize("name", MODELS)

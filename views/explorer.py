@@ -124,8 +124,12 @@ def hyper_slider(name: str, model, enabled: bool) -> None:
                      disabled=not enabled or trained is None,
                      help=f"Back to the trained value {state.format_value(trained)}" if trained else None)
     if enabled:
-        st.caption(f"trained value: {state.format_value(trained)}" if trained is not None
+        caption = (f"trained value: {state.format_value(trained)}" if trained is not None
                    else "no trained value")
+        chosen = state.dev_calibrated(model, name)
+        if chosen is not None:
+            caption += f" · best calibrated on dev (lowest NLL) at {state.format_value(chosen)}"
+        st.caption(caption)
     else:
         st.caption(reason)
 

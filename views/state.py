@@ -121,6 +121,14 @@ def format_value(x: float) -> str:
     return f"{x:.3g}"
 
 
+def dev_calibrated(model, name: str) -> float | None:
+    """The inference value of `name` chosen on movies dev and recorded in the model's card
+    (`inference_selection`), or None. Shown beside the slider; never a default."""
+    selection = (getattr(model, "card", None) or {}).get("inference_selection") or {}
+    chosen = selection.get("chosen")
+    return float(chosen) if selection.get("name") == name and isinstance(chosen, (int, float)) else None
+
+
 def default_hyper(name: str, model) -> float:
     """The trained value where the model has one, else the middle of the range (log middle for log)."""
     trained = model.trained_hyper.get(name)
