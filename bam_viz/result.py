@@ -111,8 +111,8 @@ class ExplainResult:
     def spread(self) -> torch.Tensor:
         """(L, H) mean over queries and keys of the standard deviation of sampled weights.
 
-        Cached: a std over every sampled weight (~20 ms at 32 samples) that the heatmap and its
-        caption both read on each rerun; results are read-only, so it cannot go stale."""
+        Cached: a std over every sampled weight that the heatmap and its caption both read on each
+        rerun; results are read-only, so it cannot go stale."""
         w = self.sample_weights
         if w.shape[0] < 2:
             return torch.zeros(self.kl.shape)
