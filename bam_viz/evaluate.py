@@ -148,8 +148,9 @@ class TemperedPredictor:
 
 def fit_temperature(sample_probs: np.ndarray, labels: np.ndarray, lo: float = 0.05, hi: float = 20.0) -> float:
     """The T minimising the NLL of the tempered Monte Carlo predictive mean_s temper(p_s, T) on
-    labelled (N, S, 2) samples: golden-section search on log T (the NLL is unimodal in practice;
-    the bracket is checked by the caller's tests, not assumed)."""
+    labelled (N, S, 2) samples: golden-section search on log T in [lo, hi]. For one sample per
+    sentence the NLL is convex in 1/T (a one-parameter logistic regression); for averaged samples
+    it is not guaranteed to be, and a result at an end of the bracket says the optimum is beyond."""
     sample_probs = np.asarray(sample_probs, dtype=np.float64)
 
     def loss(log_t: float) -> float:
