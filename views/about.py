@@ -40,4 +40,10 @@ Only the upper layers are stochastic; the lower ones stay ordinary and are shown
 Start from an example sentence, set a seed so everyone sees the same samples, then drag the Weibull
 *k* slider down: the whiskers widen, the maps disagree, and the epistemic share grows. Every control
 is in the page address, so a copied link reproduces the view.
+
+A question to end on: bam-wc was trained at *k* = 3, yet on held-out reviews its probabilities are
+best calibrated at *k* = 1, with more random attention than it saw in training. Softening a plain
+softmax model's probabilities with one temperature does as well or better, so the noise is not magic:
+what only the random attention gives you is the *epistemic* part, a measure of where the model is
+unsure where to look.
 """)
