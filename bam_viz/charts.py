@@ -408,6 +408,11 @@ def layer_head_figure(result: ExplainResult, which: str = "spread",
 
 
 # ---- captions -----------------------------------------------------------------------------------
+def signed(x: float, digits: int = 3) -> str:
+    """x with its sign, never "-0.000": a gap that rounds to zero reads "+0.000"."""
+    return f"{round(x, digits) or 0.0:+.{digits}f}"
+
+
 def _tok(result: ExplainResult, i: int) -> str:
     return "“" + md_escape(display_token(result.tokens[i])) + "”"
 
@@ -467,7 +472,7 @@ def prediction_caption(result: ExplainResult) -> str:
     return (f"Each of the {result.n_samples} attention samples gives its own P(positive), from "
             f"{lo:.2f} to {hi:.2f}. Averaging them gives **E[f(z)] = {mc:.3f}** (green, the model's "
             f"answer: {verdict}); predicting once with the mean attention gives **f(E[z]) = {mf:.3f}** "
-            f"(red dashed). The gap, {round(mc - mf, 3) or 0.0:+.3f}, is what averaging over attention changes. "
+            f"(red dashed). The gap, {signed(mc - mf)}, is what averaging over attention changes. "
             f"Of the total uncertainty {result.predictive_entropy:.3f} nats, "
             f"{result.expected_entropy:.3f} is aleatoric (the sentence itself is ambiguous) and "
             f"{result.mutual_information:.3f} is epistemic (samples of attention disagree).")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import threading
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 
@@ -88,8 +89,8 @@ class BamClassifier(nn.Module):
                 p.requires_grad_(True)
         self.head = nn.Linear(BertConfig().hidden, len(CLASSES))
         self.tokenizer = Tokenizer(config.max_tokens)
-        self._lower_cache: OrderedDict = OrderedDict()
-        self._sampled_cache: OrderedDict = OrderedDict()   # explain()'s sampled pass, see there
+        self._lower_cache = _LRU(64)      # per text: tokens and the states below the first stochastic layer
+        self._sampled_cache = _LRU(2)     # explain()'s S-sample pass; at 128 tokens one holds ~75 MB
         self.card: dict = {}  # the model card, filled by bam_viz.zoo.load
 
     # ---- construction -------------------------------------------------------------------------
@@ -335,17 +336,12 @@ class BamClassifier(nn.Module):
     def _lower_cached(self, text: str):
         """Tokens and the deterministic states below the first stochastic layer, cached per text."""
         hit = self._lower_cache.get(text)
-        if hit is not None:
-            self._lower_cache.move_to_end(text)
-            return hit
-        ids, tokens, truncated = self.tokenizer.encode(text)
-        ids_t = torch.tensor([ids], device=self.device)
-        mask = torch.ones_like(ids_t, dtype=torch.bool)
-        x, traces = self.lower(ids_t, mask, trace=True)
-        hit = (tokens, truncated, ids_t, mask, x, traces)
-        self._lower_cache[text] = hit
-        if len(self._lower_cache) > 64:
-            self._lower_cache.popitem(last=False)
+        if hit is None:
+            ids, tokens, truncated = self.tokenizer.encode(text)
+            ids_t = torch.tensor([ids], device=self.device)
+            mask = torch.ones_like(ids_t, dtype=torch.bool)
+            x, traces = self.lower(ids_t, mask, trace=True)
+            hit = self._lower_cache.put(text, (tokens, truncated, ids_t, mask, x, traces))
         return hit
 
     @torch.inference_mode()
@@ -362,18 +358,13 @@ class BamClassifier(nn.Module):
         S = n_samples
         # The S-sample pass (most of explain's time) does not read the prior's hyperparameters, so
         # moving beta reuses it and recomputes only the one-row mean pass and the prior's draws.
-        # Two entries: at 128 tokens one holds ~75 MB of sampled weights.
         key = (text, S, seed, tuple(sorted((k, v) for k, v in hyper.items() if k not in PRIOR_HYPER)))
         hit = self._sampled_cache.get(key)
         if hit is None:
             g = torch.Generator(device=self.device).manual_seed(seed)
             logits, traces, _ = self.upper(x, mask, n_samples=S, generator=g, hyper=hyper, trace="samples")
-            self._sampled_cache[key] = logits, traces
-            if len(self._sampled_cache) > 2:
-                self._sampled_cache.popitem(last=False)
-        else:
-            self._sampled_cache.move_to_end(key)
-            logits, traces = hit
+            hit = self._sampled_cache.put(key, (logits, traces))
+        logits, traces = hit
         mf_logits, mf_traces, _ = self.upper(x, mask, mode="mean", hyper=hyper, trace="stats")
         sample_probs = logits.softmax(-1).float()                                   # (S, 2)
 
@@ -444,6 +435,35 @@ class BamClassifier(nn.Module):
         (`ExplainResult.key_densities` answers None there)."""
         rows = [getattr(mf, attr)[key][0] for mf in mf_traces]
         return torch.stack([torch.zeros_like(rows[0])] * len(lower_traces) + rows).float().cpu()
+
+
+class _LRU:
+    """A small least-recently-used cache. One model serves every session of the app, each in a
+    thread of its own, so reads and writes take a lock."""
+
+    def __init__(self, maxsize: int):
+        self.maxsize, self._items, self._lock = maxsize, OrderedDict(), threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is not None:
+                self._items.move_to_end(key)
+            return hit
+
+    def put(self, key, value):
+        with self._lock:
+            self._items[key] = value
+            while len(self._items) > self.maxsize:
+                self._items.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        return len(self._items)
 
 
 class _PriorDraws:

@@ -336,3 +336,11 @@ def test_density_overflow_gives_a_message_not_an_error():
     r.posterior_params["concentration"][0, 0, 0] = torch.tensor([1e-300, 1e-300, 1e300, 1e-300])
     fig = charts.key_density_figure(r, 0, 0, 0, 0)
     assert_finite(fig)
+
+
+def test_signed_never_prints_minus_zero():
+    assert charts.signed(-0.0001) == "+0.000" and charts.signed(0.0) == "+0.000"
+    assert charts.signed(-0.0126) == "-0.013" and charts.signed(0.2) == "+0.200"
+    r = fake("weibull")
+    r.mc_probs, r.mean_field_probs = torch.tensor([0.5, 0.5]), torch.tensor([0.50001, 0.49999])
+    assert "The gap, +0.000," in charts.prediction_caption(r)

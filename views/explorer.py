@@ -157,7 +157,7 @@ def headline(result) -> None:
                    help="The model's answer: average of the predictions of every attention sample.")
     cols[1].metric("f(E[z]), mean attention", f"{float(result.mean_field_probs[i]):.3f}",
                    help="One prediction, with every stochastic layer at its mean attention.")
-    cols[2].metric("Gap E[f(z)] − f(E[z])", f"{round(result.gap, 3) or 0.0:+.3f}",  # never "-0.000"
+    cols[2].metric("Gap E[f(z)] − f(E[z])", charts.signed(result.gap),
                    help="What averaging over attention samples changes in P(positive).")
     cols[3].metric("Epistemic (mutual information)", f"{result.mutual_information:.3f} nats",
                    help="The part of the predictive entropy due to attention samples disagreeing.")
