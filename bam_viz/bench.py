@@ -57,6 +57,7 @@ def run_bench(args) -> dict:
     import json
 
     import bam_viz
+    from bam_viz.device import tune_allocator
 
     model = bam_viz.load(args.model)
     S = args.samples
@@ -102,6 +103,7 @@ def run_bench(args) -> dict:
     result = {
         "model": args.model, "n_samples": S, "tokens": len(tokens), "sentence": text,
         "torch_threads": torch.get_num_threads(), "device": str(model.device),
+        "allocator_tuned": tune_allocator(),
         "machine": platform.processor() or platform.machine(), "repeats": args.repeats,
         **{k: round(v, 2) for k, v in figures.items()},
         "speedup_batched_vs_looped": round(figures["looped_passes_ms"] / figures["batched_pass_ms"], 2),

@@ -69,7 +69,9 @@ def load(name: str, device: str | torch.device | None = None, root: Path = PRETR
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-    from bam_viz.device import choose_device
+    from bam_viz.device import choose_device, tune_allocator
+
+    tune_allocator()
 
     card = read_card(name, root)
     file = weights_path(name, root)

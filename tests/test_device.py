@@ -1,6 +1,8 @@
 """The device is chosen once, at load, and no model code hard-codes one."""
 
+import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -33,3 +35,27 @@ def test_default_order_falls_back_to_cpu(monkeypatch):
 def test_no_hard_coded_cuda_in_the_library():
     offenders = [str(p) for p in PACKAGE.rglob("*.py") if re.search(r"\.cuda\(", p.read_text())]
     assert offenders == []
+
+
+def _run(code: str, **env) -> str:
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, **env})
+    return out.stdout.strip()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mallopt is glibc's")
+def test_allocator_tuning_is_applied_once_and_can_be_refused():
+    code = ("from bam_viz.device import tune_allocator as t; a = t(); b = t(); "
+            "import bam_viz.device as d; print(a, b, d._allocator_tuned)")
+    assert _run(code, BAM_VIZ_MALLOC_TUNING="1") == "True True True"
+    assert _run(code, BAM_VIZ_MALLOC_TUNING="0") == "False False False"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mallopt is glibc's")
+def test_loading_a_model_tunes_the_allocator():
+    code = ("import bam_viz, bam_viz.device as d; print(d._allocator_tuned); "
+            "bam_viz.load('softmax'); print(d._allocator_tuned)")
+    assert _run(code).split() == ["None", "True"]
