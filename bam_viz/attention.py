@@ -402,7 +402,8 @@ class BayesianAttention(nn.Module):
         B, H, T, d = q.shape
         n_keys = k.shape[-2]
         drawn = None if T == n_keys else n_keys                          # query rows the full pass has
-        kmask = _key_mask(mask, 4)                                        # (B, 1, 1, T)
+        # (B, 1, 1, T); None when no key is padded (one sentence): four masked fills a layer fewer.
+        kmask = None if mask is None or bool(mask.all()) else _key_mask(mask, 4)
         scores = q @ k.transpose(-1, -2) / math.sqrt(d)                   # (B, H, T, T)
         log_p = _masked_log_softmax(scores, kmask)                        # log softmax_j(psi_ij)
         stochastic = cfg.family in STOCHASTIC_FAMILIES and mode == "sample"

@@ -192,6 +192,25 @@ def test_gradients_flow_through_rsample_to_scores(family):
         assert t.grad is not None and torch.isfinite(t.grad).all() and t.grad.abs().sum() > 0
 
 
+@pytest.mark.parametrize("family", ["weibull", "lognormal", "dirichlet", "categorical"])
+def test_a_mask_with_no_padding_changes_nothing(family):
+    # The layer skips its masked fills when every key is real; the draws and traces must be those
+    # of the masked path. A padded mask still zeroes its keys.
+    q, k, v, _ = qkv(B=2, H=2, T=5)
+    layer = BayesianAttention(2, 4, AttentionConfig(family, prior="contextual", shape_k=2.0, sigma=0.8))
+
+    def run(mask):
+        out, t = layer(q, k, v, mask, n_samples=3, generator=torch.Generator().manual_seed(5), trace=True)
+        return out, t.weights, t.kl, t.prior_sample_weights
+
+    for a, b in zip(run(None), run(torch.ones(2, 5, dtype=torch.bool)), strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    padded = torch.ones(2, 5, dtype=torch.bool)
+    padded[1, 3:] = False
+    weights = run(padded)[1].view(3, 2, 2, 5, 5)
+    assert weights[:, 1, ..., 3:].abs().max() == 0 and weights[:, 0, ..., 3:].abs().max() > 0
+
+
 def test_implicit_reparameterisation_gradient_is_unbiased():
     # d/d alpha E[G] = 1 for G ~ Gamma(alpha, 1); the implicit gradient must average to it.
     log_alpha = torch.full((50_000,), math.log(0.4), dtype=torch.float64, requires_grad=True)
