@@ -473,9 +473,23 @@ def prediction_caption(result: ExplainResult) -> str:
             f"{lo:.2f} to {hi:.2f}. Averaging them gives **E[f(z)] = {mc:.3f}** (green, the model's "
             f"answer: {verdict}); predicting once with the mean attention gives **f(E[z]) = {mf:.3f}** "
             f"(red dashed). The gap, {signed(mc - mf)}, is what averaging over attention changes. "
-            f"Of the total uncertainty {result.predictive_entropy:.3f} nats, "
-            f"{result.expected_entropy:.3f} is aleatoric (the sentence itself is ambiguous) and "
-            f"{result.mutual_information:.3f} is epistemic (samples of attention disagree).")
+            f"Of the total uncertainty {result.predictive_entropy:.3f} nats (at most ln 2 = 0.693), "
+            f"{result.expected_entropy:.3f} is aleatoric, the doubt each attention sample keeps on "
+            f"its own, and {result.mutual_information:.3f} is epistemic, from the samples "
+            f"disagreeing. {uncertainty_verdict(result)}")
+
+
+def uncertainty_verdict(result: ExplainResult) -> str:
+    """One plain sentence on how much uncertainty there is and where it comes from."""
+    total, epistemic = result.predictive_entropy, result.mutual_information
+    if total < CONFIDENT_NATS:
+        return "The model is sure of this sentence."
+    if epistemic >= total - epistemic:
+        return "Most of the doubt comes from attention: the samples read the sentence differently."
+    return "Most of the doubt is shared by every sample: the model finds the sentence itself mixed."
+
+
+CONFIDENT_NATS = 0.1 * math.log(2)   # under a tenth of the largest entropy of two classes
 
 
 def layer_head_caption(result: ExplainResult) -> str:

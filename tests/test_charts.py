@@ -344,3 +344,19 @@ def test_signed_never_prints_minus_zero():
     r = fake("weibull")
     r.mc_probs, r.mean_field_probs = torch.tensor([0.5, 0.5]), torch.tensor([0.50001, 0.49999])
     assert "The gap, +0.000," in charts.prediction_caption(r)
+
+
+@pytest.mark.parametrize("total, epistemic, says", [
+    (0.05, 0.04, "sure"),                 # under a tenth of ln 2, whatever its split
+    (0.40, 0.25, "from attention"),
+    (0.40, 0.10, "sentence itself mixed"),
+])
+def test_the_uncertainty_verdict_follows_the_numbers(total, epistemic, says):
+    class R:
+        predictive_entropy, mutual_information = total, epistemic
+    assert says in charts.uncertainty_verdict(R())
+
+
+def test_the_prediction_caption_ends_with_its_verdict():
+    r = fake("weibull")
+    assert charts.prediction_caption(r).endswith(charts.uncertainty_verdict(r))
