@@ -33,7 +33,7 @@ def tune_allocator() -> bool:
 
     glibc serves a large allocation (the S-sample pass makes several of 1-5 MB) with a fresh
     mmap and unmaps it on free, so every pass page-faults its activations in again: measured here,
-    that was a sixth of the batched pass. Raising the mmap threshold to 32 MB and the trim
+    a tenth to a sixth of the batched pass. Raising the mmap threshold to 32 MB and the trim
     threshold to 256 MB lets those blocks be reused. Process-wide and idempotent; glibc only;
     `BAM_VIZ_MALLOC_TUNING=0` opts out. Returns whether the setting is in force.
     """
