@@ -26,6 +26,7 @@ MC_COLOUR = "#2ca02c"
 DETERMINISTIC_COLOUR = "#e0e0e0"
 MAX_TICK_TOKENS = 40          # above this many tokens, heatmap tick labels are hidden (hover keeps them)
 LN2 = math.log(2.0)
+CONFIDENT_NATS = 0.1 * LN2   # predictive entropy under a tenth of its two-class maximum: "sure"
 ZERO_WIDTH = "\u200b"        # appended to axis labels to tell small multiples apart; display_token escapes it
 # Colour scales spelled out: plotly.js knows "Viridis" but not "Oranges", and its own "Blues" differs
 # from plotly.py's, and without validation nothing would expand the names.
@@ -473,7 +474,7 @@ def prediction_caption(result: ExplainResult) -> str:
             f"{lo:.2f} to {hi:.2f}. Averaging them gives **E[f(z)] = {mc:.3f}** (green, the model's "
             f"answer: {verdict}); predicting once with the mean attention gives **f(E[z]) = {mf:.3f}** "
             f"(red dashed). The gap, {signed(mc - mf)}, is what averaging over attention changes. "
-            f"Of the total uncertainty {result.predictive_entropy:.3f} nats (at most ln 2 = 0.693), "
+            f"Of the total uncertainty {result.predictive_entropy:.3f} nats (at most ln 2 = {LN2:.3f}), "
             f"{result.expected_entropy:.3f} is aleatoric, the doubt each attention sample keeps on "
             f"its own, and {result.mutual_information:.3f} is epistemic, from the samples "
             f"disagreeing. {uncertainty_verdict(result)}")
@@ -487,9 +488,6 @@ def uncertainty_verdict(result: ExplainResult) -> str:
     if epistemic >= total - epistemic:
         return "Most of the doubt comes from attention: the samples read the sentence differently."
     return "Most of the doubt is shared by every sample: the model finds the sentence itself mixed."
-
-
-CONFIDENT_NATS = 0.1 * math.log(2)   # under a tenth of the largest entropy of two classes
 
 
 def layer_head_caption(result: ExplainResult) -> str:

@@ -7,6 +7,7 @@ model's difference from `softmax` with a 95% paired bootstrap interval over test
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 from bam_viz.evaluate import compare
@@ -112,8 +113,8 @@ def seed_table(files: list[str | Path]) -> str:
             if not values:
                 cells.append("–")
                 continue
-            mean = sum(values) / len(values)
-            sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5 if len(values) > 1 else 0.0
+            mean = statistics.mean(values)
+            sd = statistics.stdev(values) if len(values) > 1 else 0.0
             each = ", ".join(f"{v:.{digits}f}" for v in values)
             cells.append(f"{mean:.{digits}f} ± {sd:.{digits}f} ({each})")
         rows.append("| " + " | ".join(cells) + " |")
