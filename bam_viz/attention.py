@@ -361,6 +361,11 @@ class AttentionTrace:
     prior_log_probs: torch.Tensor | None = None
 
 
+def _tile(x: torch.Tensor, reps: int) -> torch.Tensor:
+    """(B, ...) -> (reps * B, ...), sample-major (row s * B + b)."""
+    return x.repeat(reps, *([1] * (x.dim() - 1))) if reps > 1 else x
+
+
 def dropout(x: torch.Tensor, p: float, generator: torch.Generator | None) -> torch.Tensor:
     """Inverted dropout whose mask comes from `generator` (F.dropout cannot take one)."""
     if p <= 0:
@@ -398,21 +403,31 @@ class BayesianAttention(nn.Module):
 
     def forward(self, q, k, v, mask=None, *, n_samples: int = 1, generator=None, mode: str = "sample",
                 hyper: dict | None = None, trace: bool | str = False, attn_dropout: float = 0.0):
+        scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])         # (B, H, T, T)
+        weights, log_p, kmask, reps, cfg = self.sample_weights(
+            scores, mask, n_samples=n_samples, generator=generator, mode=mode, hyper=hyper,
+            attn_dropout=attn_dropout)
+        out = weights @ _tile(v, reps)                                    # (reps*B, H, T, d)
+
+        need_kl = self.training and cfg.family in ("weibull", "lognormal", "dirichlet")
+        if not (trace or need_kl):
+            return out, None
+        return out, self._trace(cfg, scores, log_p, weights, k, kmask, reps, generator, trace)
+
+    def sample_weights(self, scores, mask=None, *, n_samples: int = 1, generator=None,
+                       mode: str = "sample", hyper: dict | None = None, attn_dropout: float = 0.0):
+        """The weights from the scores psi (B, H, Tq, Tk): drawn from q (or its mean, mode="mean"),
+        (reps*B, H, Tq, Tk) with reps = n_samples for a stochastic family. Also returns log
+        softmax(psi), the key mask, reps and the configuration with `hyper` applied."""
         cfg = self.config.with_hyper(**(hyper or {}))
-        B, H, T, d = q.shape
-        n_keys = k.shape[-2]
+        T, n_keys = scores.shape[-2:]
         drawn = None if T == n_keys else n_keys                          # query rows the full pass has
         # (B, 1, 1, T); None when no key is padded (one sentence): four masked fills a layer fewer.
         kmask = None if mask is None or bool(mask.all()) else _key_mask(mask, 4)
-        scores = q @ k.transpose(-1, -2) / math.sqrt(d)                   # (B, H, T, T)
         log_p = _masked_log_softmax(scores, kmask)                        # log softmax_j(psi_ij)
         stochastic = cfg.family in STOCHASTIC_FAMILIES and mode == "sample"
         reps = n_samples if stochastic else 1
-
-        def tile(x):  # (B, ...) -> (reps * B, ...), sample-major
-            return x.repeat(reps, *([1] * (x.dim() - 1))) if reps > 1 else x
-
-        lp, km = tile(log_p), (tile(kmask) if kmask is not None else None)
+        lp, km = _tile(log_p, reps), (_tile(kmask, reps) if kmask is not None else None)
         fam = cfg.family
         if stochastic and drawn is not None and fam not in ROW_SLICEABLE:
             raise ValueError(f"{fam} draws cannot be sliced by query row: pass every query")
@@ -427,13 +442,7 @@ class BayesianAttention(nn.Module):
             weights = dirichlet_rsample(math.log(cfg.concentration) + lp, km, generator)
         else:  # categorical: a hard alignment per query
             weights = categorical_sample(lp, generator)
-        weights = dropout(weights, attn_dropout, generator)
-        out = weights @ tile(v)                                           # (reps*B, H, T, d)
-
-        need_kl = self.training and fam in ("weibull", "lognormal", "dirichlet")
-        if not (trace or need_kl):
-            return out, None
-        return out, self._trace(cfg, scores, log_p, weights, k, kmask, reps, generator, trace)
+        return dropout(weights, attn_dropout, generator), log_p, kmask, reps, cfg
 
     def _trace(self, cfg, scores, log_p, weights, keys, kmask, reps, generator, level):
         fam = cfg.family

@@ -136,6 +136,17 @@ class LoRALinear(nn.Module):
             return self.merged(x)
         return self.base(x) + (x @ self.lora_a.t() @ self.lora_b.t()) * self.scaling
 
+    def effective(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The (weight, bias) this layer applies: W + (alpha / r) B A."""
+        if self.merged is not None and not self.training:
+            return self.merged.weight, self.merged.bias
+        return self.base.weight + self.scaling * self.lora_b @ self.lora_a, self.base.bias
+
+
+def effective(linear: nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
+    """(weight, bias) of an `nn.Linear` or a `LoRALinear`."""
+    return linear.effective() if isinstance(linear, LoRALinear) else (linear.weight, linear.bias)
+
 
 class Embeddings(nn.Module):
     def __init__(self, c: BertConfig):
@@ -167,10 +178,35 @@ class SelfAttention(nn.Module):
 
     def forward(self, x, mask, query_rows: int | None = None, **kw):
         """`query_rows`: attend from the first rows only (keys and values still span every token)."""
+        if query_rows is not None and not kw.get("trace") and not self.training:
+            return self.first_rows(x, mask, query_rows, **kw), None, None
         xq = x if query_rows is None else x[:, :query_rows]
         q, k, v = self.heads(self.query(xq)), self.heads(self.key(x)), self.heads(self.value(x))
         out, trace = self.core(q, k, v, mask, **kw)                        # (B, H, T, d)
         return out.transpose(1, 2).reshape(out.shape[0], out.shape[2], -1), trace, v
+
+    def first_rows(self, x, mask, rows: int, trace=False, **kw):
+        """The context of the first `rows` queries alone ([CLS] in a top layer whose other rows
+        nothing reads), with no key or value projected for every token. Per head h, with the
+        projections W x + b:
+            psi_hj = q_h . (W_k,h x_j + b_k,h) / sqrt(d) = (W_k,h^T q_h) . x_j / sqrt(d) + q_h . b_k,h / sqrt(d),
+        whose last term is the same for every key j, so no family's softmax sees it; and, as the
+        weights of a row sum to one,
+            sum_j w_hj (W_v,h x_j + b_v,h) = W_v,h (sum_j w_hj x_j) + b_v,h.
+        The weights are drawn by the core from the same scores (up to rounding) and the same random
+        numbers as in `forward`; two products of width C per token replace two of C x C."""
+        B, T, C = x.shape
+        H, d = self.n_heads, self.d_head
+        w_k, _ = effective(self.key)
+        w_v, b_v = effective(self.value)
+        q = self.heads(self.query(x[:, :rows]))                           # (B, H, R, d)
+        q_in = torch.einsum("bhrd,hdc->bhrc", q, w_k.view(H, d, C))        # W_k,h^T q_h
+        scores = (q_in.reshape(B, H * rows, C) @ x.transpose(1, 2)).view(B, H, rows, T) / math.sqrt(d)
+        weights, _, _, reps, _ = self.core.sample_weights(scores, mask, **kw)   # (reps*B, H, R, T)
+        xs = x.repeat(reps, 1, 1) if reps > 1 else x
+        mixed = (weights.reshape(reps * B, H * rows, T) @ xs).view(reps * B, H, rows, C)
+        out = torch.einsum("bhrc,hdc->brhd", mixed, w_v.view(H, d, C)) + b_v.view(H, d)
+        return out.reshape(reps * B, rows, C)
 
 
 class AttentionOutput(nn.Module):
