@@ -178,7 +178,8 @@ class SelfAttention(nn.Module):
 
     def forward(self, x, mask, query_rows: int | None = None, **kw):
         """`query_rows`: attend from the first rows only (keys and values still span every token)."""
-        if query_rows is not None and not kw.get("trace") and not self.training:
+        # The fold needs weights that sum to one: not after dropout on them.
+        if query_rows is not None and not kw.get("trace") and not self.training and not kw.get("attn_dropout"):
             return self.first_rows(x, mask, query_rows, **kw), None, None
         xq = x if query_rows is None else x[:, :query_rows]
         q, k, v = self.heads(self.query(xq)), self.heads(self.key(x)), self.heads(self.value(x))
