@@ -158,31 +158,40 @@ def summary(times: list[float]) -> dict:
             "times_s": [round(t, 4) for t in times]}
 
 
+EXPLORER_QUERY = f"?model=bam-wc&n_samples=32&seed=0&text={quote(SENTENCE_24)}"
+
+
+def measure_app(browser, app: Path, slider: str, presses: int, n_charts: int = 0, query: str = "",
+                screenshot: Path | None = None) -> dict:
+    """Serve `app`, open it at `query`, wait for its first view (and `n_charts` plotly charts),
+    press `slider` twice to warm up, then time `presses` presses: their summary, and the server's."""
+    with serve(app) as url:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(url + query)
+        wait_for_view(page, 1)
+        wait_for_charts(page, n_charts)
+        measure(page, slider, 2)                      # warm-up: imports, first compile
+        server: list[float] = []
+        result = summary(measure(page, slider, presses, server))
+        if server:
+            result["server"] = summary(server)
+        if screenshot:
+            page.screenshot(path=str(screenshot))
+        page.close()
+    return result
+
+
 def run(presses: int = 20, screenshot: Path | None = None, slider: str = "shape_k") -> dict:
     from playwright.sync_api import sync_playwright
 
-    results = {}
-    query = f"?model=bam-wc&n_samples=32&seed=0&text={quote(SENTENCE_24)}"
     with sync_playwright() as p:
         browser = launch_chromium(p)
         try:
-            for label, app, pressed, n_charts, q in (
-                ("explorer", ROOT / "app.py", slider, 7, query),
-                ("trivial", ROOT / "bench" / "trivial_app.py", "value", 0, ""),
-            ):
-                with serve(app) as url:
-                    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                    page.goto(url + q)
-                    wait_for_view(page, 1)
-                    wait_for_charts(page, n_charts)
-                    measure(page, pressed, 2)                      # warm-up: imports, first compile
-                    server: list[float] = []
-                    results[label] = summary(measure(page, pressed, presses, server))
-                    if server:
-                        results[label]["server"] = summary(server)
-                    if screenshot and label == "explorer":
-                        page.screenshot(path=str(screenshot))
-                    page.close()
+            results = {
+                "explorer": measure_app(browser, ROOT / "app.py", slider, presses, 7, EXPLORER_QUERY,
+                                        screenshot),
+                "trivial": measure_app(browser, ROOT / "bench" / "trivial_app.py", "value", presses),
+            }
         finally:
             browser.close()
     results["ratio_median"] = results["explorer"]["median_s"] / results["trivial"]["median_s"]

@@ -23,7 +23,6 @@ import json
 import sys
 import tempfile
 from pathlib import Path
-from urllib.parse import quote
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -56,32 +55,19 @@ def variants(folder: Path) -> dict[str, Path]:
 def run(presses: int = 20) -> dict:
     from playwright.sync_api import sync_playwright
 
-    query = f"?model=bam-wc&n_samples=32&seed=0&text={quote(bl.SENTENCE_24)}"
-    results = {}
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         pages = variants(Path(tmp))
         browser = bl.launch_chromium(p)
         try:
-            for label, app, slider, n_charts, q in (
-                ("explorer", bl.ROOT / "app.py", "shape_k", 7, query),
-                ("no-panels", pages["no-panels"], "shape_k", 0, query),
-                ("no-explain", pages["no-explain"], "shape_k", 0, query),
-                ("trivial", bl.ROOT / "bench" / "trivial_app.py", "value", 0, ""),
-            ):
-                with bl.serve(app) as url:
-                    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                    page.goto(url + q)
-                    bl.wait_for_view(page, 1)
-                    bl.wait_for_charts(page, n_charts)
-                    bl.measure(page, slider, 2)                    # warm-up
-                    server: list[float] = []
-                    results[label] = bl.summary(bl.measure(page, slider, presses, server))
-                    if server:
-                        results[label]["server"] = bl.summary(server)
-                    page.close()
+            return {
+                "explorer": bl.measure_app(browser, bl.ROOT / "app.py", "shape_k", presses, 7,
+                                           bl.EXPLORER_QUERY),
+                **{name: bl.measure_app(browser, page, "shape_k", presses, 0, bl.EXPLORER_QUERY)
+                   for name, page in pages.items()},
+                "trivial": bl.measure_app(browser, bl.ROOT / "bench" / "trivial_app.py", "value", presses),
+            }
         finally:
             browser.close()
-    return results
 
 
 def main() -> None:
