@@ -88,16 +88,10 @@ def test_hostile_text_renders_as_text(page):
     page.screenshot(path=str(ARTIFACTS / "browser-hostile.png"))
 
 
-def test_the_benchmarks_measure_every_press_of_a_served_app():
+def test_the_benchmarks_measure_every_press_of_a_served_app(page):
     """bench/browser_latency.py and bench/latency_floor.py time pages through `measure_app`: one
-    summary per app with a positive time for every press (each waits for the next view)."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = bl.launch_chromium(p)
-        try:
-            res = bl.measure_app(browser, ROOT / "bench" / "trivial_app.py", "value", presses=3)
-        finally:
-            browser.close()
+    summary per app with a positive time for every press (each waits for the next view). It runs
+    in the module's chromium (one Playwright per process)."""
+    res = bl.measure_app(page.context.browser, ROOT / "bench" / "trivial_app.py", "value", presses=3)
     assert res["n"] == 3 and len(res["times_s"]) == 3 and all(t > 0 for t in res["times_s"])
     assert 0 < res["median_s"] <= res["p95_s"] < 60
