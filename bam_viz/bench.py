@@ -21,14 +21,6 @@ SENTENCE = ("The acting is superb and the story moves quickly, yet the ending fe
             "strangely hollow.")
 
 
-def add_bench_args(p):
-    p.add_argument("--model", default="bam-wc")
-    p.add_argument("--samples", type=int, default=32)
-    p.add_argument("--repeats", type=int, default=30)
-    p.add_argument("--tokens", type=int, default=24, help="sentence length in word pieces, [CLS]/[SEP] included")
-    p.add_argument("--json", default=None, help="also write the figures to this file")
-
-
 def _median_ms(fn, repeats: int) -> float:
     return _interleaved_medians_ms({"fn": fn}, repeats)["fn"]
 
@@ -61,10 +53,11 @@ def sentence_of_length(model, n_tokens: int) -> str:
 def run_bench(args) -> dict:
     import json
 
-    import bam_viz
+    from bam_viz import zoo
+    from bam_viz.attention import Mode
     from bam_viz.device import tune_allocator
 
-    model = bam_viz.load(args.model)
+    model = zoo.load(args.model)
     S = args.samples
     text = sentence_of_length(model, args.tokens)
     tokens = model.tokenize(text)
@@ -95,7 +88,7 @@ def run_bench(args) -> dict:
                 model.upper(x, mask, n_samples=1, generator=g)
 
         def deterministic():
-            model.upper(x, mask, mode="mean")
+            model.upper(x, mask, mode=Mode.MEAN)
 
         # End to end, from token ids: S complete single-sample forward passes (embeddings and all
         # six layers each time, as a model without the lower-layer cache or batching would run),

@@ -20,6 +20,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from bam_viz.task import CLASSES
+
 CORPORA = {
     "movies": "movieReviewSnippets",
     "tweets": "tweets",
@@ -27,7 +29,7 @@ CORPORA = {
     "nyt": "nytEditorialSnippets",
 }
 SPLITS = ("train", "dev", "test")
-LABELS = ("negative", "positive")  # class index 0, 1: the order every predictor's probabilities use
+LABELS = CLASSES  # class index 0, 1: the order every predictor's probabilities use
 AMBIGUOUS = "ambiguous"
 # |mean| must exceed this for a clear label. Strict, because PROVENANCE.md's class counts
 # (movies 4,982 / 5,061 / 562 and the rest) are those of |mean| > 0.5: a mean of exactly
@@ -93,6 +95,10 @@ def label_of(mean: float) -> str:
     if mean < -CLEAR_THRESHOLD:
         return "negative"
     return AMBIGUOUS
+
+
+# The split rule in words, as model cards record it; `split_of` implements it.
+SPLIT_RULE = "sha256(f'{corpus}:{id}') % 10: 0 test, 1 dev, else train"
 
 
 def split_of(corpus: str, id: str) -> str:

@@ -17,7 +17,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from bam_viz.attention import AttentionConfig, BayesianAttention, dropout
+from bam_viz.attention import AttentionConfig, AttentionTrace, BayesianAttention, Mode, Trace, dropout, tile
+from bam_viz.families import Hyper
 
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 
@@ -93,6 +94,9 @@ class Tokenizer:
             toks = toks[: self.max_tokens - 1] + toks[-1:]
         return ids, toks, truncated
 
+    def decode(self, ids: list[int]) -> str:
+        return self._tok.decode(ids)
+
     def batch(self, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """Padded ids (B, T) and mask (B, T), padded to the longest text in the batch."""
         encoded = [self.encode(t)[0] for t in texts]
@@ -164,6 +168,8 @@ class Embeddings(nn.Module):
 
 
 class SelfAttention(nn.Module):
+    """Multi-head self-attention whose weights come from a `BayesianAttention` core."""
+
     def __init__(self, c: BertConfig, attention: AttentionConfig):
         super().__init__()
         self.n_heads, self.d_head = c.n_heads, c.d_head
@@ -176,17 +182,32 @@ class SelfAttention(nn.Module):
         B, T, _ = x.shape
         return x.view(B, T, self.n_heads, self.d_head).transpose(1, 2)
 
-    def forward(self, x, mask, query_rows: int | None = None, **kw):
-        """`query_rows`: attend from the first rows only (keys and values still span every token)."""
+    def tiles_in_core(self, mode: Mode) -> bool:
+        """Whether S samples are drawn from one untiled input: the queries, keys, values and scores
+        are the same in every sample, so they are computed once and the core tiles them while it
+        draws (the same draws, in the same order, as on tiled input)."""
+        return mode is Mode.SAMPLE and self.core.family.stochastic
+
+    def can_slice_rows(self, mode: Mode) -> bool:
+        """Whether the first query rows alone draw what the full pass draws for them."""
+        return not self.tiles_in_core(mode) or self.core.family.row_sliceable
+
+    def forward(self, x, mask, *, n_samples: int = 1, generator=None, mode: Mode = Mode.SAMPLE,
+                hyper: Hyper | None = None, trace: Trace = Trace.NONE, attn_dropout: float = 0.0,
+                query_rows: int | None = None):
+        """Context (reps * B, T', C) and the core's trace. `query_rows`: attend from the first rows
+        only (keys and values still span every token); without a trace, training or dropout on the
+        weights this is `first_rows`."""
+        kw = dict(n_samples=n_samples, generator=generator, mode=mode, hyper=hyper, attn_dropout=attn_dropout)
         # The fold needs weights that sum to one: not after dropout on them.
-        if query_rows is not None and not kw.get("trace") and not self.training and not kw.get("attn_dropout"):
-            return self.first_rows(x, mask, query_rows, **kw), None, None
+        if query_rows is not None and trace is Trace.NONE and not self.training and not attn_dropout:
+            return self.first_rows(x, mask, query_rows, **kw), None
         xq = x if query_rows is None else x[:, :query_rows]
         q, k, v = self.heads(self.query(xq)), self.heads(self.key(x)), self.heads(self.value(x))
-        out, trace = self.core(q, k, v, mask, **kw)                        # (B, H, T, d)
-        return out.transpose(1, 2).reshape(out.shape[0], out.shape[2], -1), trace, v
+        out, attention_trace = self.core(q, k, v, mask, trace=trace, **kw)   # (reps*B, H, T, d)
+        return out.transpose(1, 2).reshape(out.shape[0], out.shape[2], -1), attention_trace
 
-    def first_rows(self, x, mask, rows: int, trace=False, **kw):
+    def first_rows(self, x, mask, rows: int, **kw):
         """The context of the first `rows` queries alone ([CLS] in a top layer whose other rows
         nothing reads), with no key or value projected for every token. Per head h, with the
         projections W x + b:
@@ -210,6 +231,57 @@ class SelfAttention(nn.Module):
         return out.reshape(reps * B, rows, C)
 
 
+class AlignmentAttention(SelfAttention):
+    """A hard latent alignment of the [CLS] query (a family with `hard_alignment`, Deng et al. 2018):
+    one key z shared by every head, p(z|x) = mean_h softmax_j(psi_h0j), and the context is every
+    head's value at z. `forward` gives the [CLS] context for a drawn z (Mode.SAMPLE) or for p(z|x)
+    itself (Mode.MEAN); `contexts_per_key` gives it for every z, for exact enumeration."""
+
+    def tiles_in_core(self, mode: Mode) -> bool:
+        return False      # every sample draws its own z from its own (tiled) row
+
+    def can_slice_rows(self, mode: Mode) -> bool:
+        return False
+
+    def alignment(self, x, mask):
+        """log p(z|x) (B, T) and the projections q, k, v (B, H, T, d)."""
+        q, k, v = self.heads(self.query(x)), self.heads(self.key(x)), self.heads(self.value(x))
+        H, d = q.shape[1], q.shape[-1]
+        scores = (q[:, :, :1] @ k.transpose(-1, -2) / math.sqrt(d)).squeeze(-2)          # (B, H, T)
+        # A finite floor, not -inf: a padded key is -inf in every head, and the logsumexp over heads
+        # of an all -inf column has a NaN gradient that log_softmax spreads over the whole row.
+        scores = scores.masked_fill(~mask[:, None], torch.finfo(scores.dtype).min)
+        log_pz = torch.logsumexp(scores.log_softmax(-1), 1) - math.log(H)                # (B, T)
+        return log_pz, q, k, v
+
+    def contexts_per_key(self, x, mask):
+        """The [CLS] context if z = j, for every key j (B, T, C), and log p(z|x) (B, T)."""
+        log_pz, _, _, v = self.alignment(x, mask)
+        B, H, T, d = v.shape
+        return v.permute(0, 2, 1, 3).reshape(B, T, H * d), log_pz
+
+    def forward(self, x, mask, *, n_samples: int = 1, generator=None, mode: Mode = Mode.SAMPLE,
+                hyper: Hyper | None = None, trace: Trace = Trace.NONE, attn_dropout: float = 0.0,
+                query_rows: int | None = None):
+        if n_samples != 1:
+            raise ValueError("an alignment draws one z per row: tile the input for several samples")
+        log_pz, q, k, v = self.alignment(x, mask)
+        B, H, T, d = q.shape
+        hyper = self.core.resolve(hyper)
+        pz = (self.core.family.sample(log_pz, hyper, None, generator) if mode is Mode.SAMPLE
+              else log_pz.exp())                                                           # (B, T)
+        context = torch.einsum("bt,bhtd->bhd", pz, v).reshape(B, 1, H * d)
+        if trace is Trace.NONE:
+            return context, None
+        # Every head's full map for the picture, with the [CLS] row replaced by the alignment.
+        full = (q @ k.transpose(-1, -2) / math.sqrt(d)).masked_fill(~mask[:, None, None], float("-inf")).softmax(-1)
+        mean_w, w = full.clone(), full.clone()
+        mean_w[:, :, 0] = log_pz.exp()[:, None]
+        w[:, :, 0] = pz[:, None]
+        return context, AttentionTrace(scores=full, mean_weights=mean_w, weights=w, prior_weights=mean_w,
+                                       prior_sample_weights=w, kl=log_pz.new_zeros(B, H))
+
+
 class AttentionOutput(nn.Module):
     def __init__(self, c: BertConfig):
         super().__init__()
@@ -220,7 +292,8 @@ class AttentionOutput(nn.Module):
 class Attention(nn.Module):
     def __init__(self, c: BertConfig, attention: AttentionConfig):
         super().__init__()
-        self.self = SelfAttention(c, attention)
+        hard = attention.attention_family.hard_alignment
+        self.self = (AlignmentAttention if hard else SelfAttention)(c, attention)
         self.output = AttentionOutput(c)
 
 
@@ -253,9 +326,38 @@ class Layer(nn.Module):
         ff = self.output.dense(F.gelu(self.intermediate.dense(h)))
         return self.output.LayerNorm(h + dropout(ff, p, generator))
 
-    def forward(self, x, mask, *, p: float = 0.0, generator=None, **kw):
-        context, trace, _ = self.attention.self(x, mask, generator=generator, attn_dropout=p, **kw)
-        return self.post_attention(x, context, p, generator), trace
+    def forward(self, x, mask, *, n_samples: int = 1, generator=None, mode: Mode = Mode.MEAN,
+                hyper: Hyper | None = None, trace: Trace = Trace.NONE, p: float = 0.0, cls_only: bool = False):
+        """(B, T, C) states and their (B, T) mask -> (n_samples * B, T', C) states, the mask for
+        them, and the attention trace. Samples are sample-major (row s * B + b). `cls_only`: only
+        row 0 of the output is read (a classifier's top layer), so without dropout the layer
+        attends from [CLS] alone where it can and runs its feed-forward on that row (T' = 1).
+        `p` is the dropout probability, on the attention weights and both residual branches."""
+        attn = self.attention.self
+        if n_samples > 1 and not attn.tiles_in_core(mode):
+            # Deterministic weights with per-sample dropout, or an alignment: every sample gets its
+            # own row, so tile first.
+            x, mask, n_samples = tile(x, n_samples), tile(mask, n_samples), 1
+        rows = 1 if (cls_only and p == 0 and trace is Trace.NONE and not self.training
+                     and attn.can_slice_rows(mode)) else None
+        context, attention_trace = attn(x, mask, n_samples=n_samples, generator=generator, mode=mode, hyper=hyper,
+                                        trace=trace, attn_dropout=p, query_rows=rows)
+        x, mask = tile(x, n_samples), tile(mask, n_samples)
+        if context.shape[1] == 1 or (cls_only and p == 0):
+            x = self.post_attention(x[:, :1], context[:, :1], p, generator)
+        else:
+            x = self.post_attention(x, context, p, generator)
+        return x, mask, attention_trace
+
+    def states_per_key(self, x, mask, p: float = 0.0, generator=None):
+        """For a hard alignment: the [CLS] output state if z = j, for every key j (B, T, C), and
+        log p(z|x) (B, T): what exact enumeration over z needs (Deng et al. 2018, eq. 1)."""
+        attn = self.attention.self
+        if not isinstance(attn, AlignmentAttention):
+            raise ValueError(f"{attn.core.family.name} attention is no hard alignment: nothing to enumerate")
+        contexts, log_pz = attn.contexts_per_key(x, mask)
+        B, T, C = contexts.shape
+        return self.post_attention(x[:, :1].expand(B, T, C), contexts, p, generator), log_pz
 
 
 class Encoder(nn.Module):
@@ -280,7 +382,7 @@ class Bert(nn.Module):
         """Deterministic softmax pass: last hidden states (B, T, C)."""
         x = self.embeddings(ids)
         for layer in self.layers:
-            x, _ = layer(x, mask, mode="mean")
+            x, mask, _ = layer(x, mask, mode=Mode.MEAN)
         return x
 
     @classmethod

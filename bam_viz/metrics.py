@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats
 
 _LOG_FLOOR = 1e-12
@@ -108,14 +109,19 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
     return float(stats.spearmanr(x, y).statistic)
 
 
-def _entropy(p: np.ndarray) -> np.ndarray:
-    # 0 log 0 = 0: the limit, and what makes a one-hot distribution exactly certain.
+def entropy(probs: ArrayLike) -> np.ndarray | float:
+    """Shannon entropy -sum_c p_c log p_c (nats) along the last axis: a float for one distribution (C,).
+
+    0 log 0 = 0: the limit, and what makes a one-hot distribution exactly certain. Any array-like
+    works, a CPU torch tensor included.
+    """
+    p = np.asarray(probs, dtype=np.float64)
     return -np.sum(np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0), axis=-1)
 
 
 def predictive_entropy(probs: np.ndarray) -> np.ndarray:
     """H[E_z p(y|x,z)] per sentence (N,): total uncertainty of the (mean) predictive distribution."""
-    return _entropy(_predictive(probs))
+    return entropy(_predictive(probs))
 
 
 def expected_entropy(sample_probs: np.ndarray) -> np.ndarray:
@@ -123,7 +129,7 @@ def expected_entropy(sample_probs: np.ndarray) -> np.ndarray:
     sample_probs = np.asarray(sample_probs, dtype=np.float64)
     if sample_probs.ndim != 3:
         raise ValueError(f"expected sample probabilities (N, S, C), got {sample_probs.shape}")
-    return _entropy(sample_probs).mean(axis=1)
+    return entropy(sample_probs).mean(axis=1)
 
 
 MI_ROUNDING = 1e-12

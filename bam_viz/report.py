@@ -15,15 +15,6 @@ from bam_viz.evaluate import compare
 ORDER = ["vader", "softmax", "mc-dropout", "bam-wc", "bam-lc", "dirichlet", "categorical"]
 
 
-def add_report_args(p):
-    p.add_argument("--results", default="results", help="folder of evaluate --json outputs")
-    p.add_argument("--baseline", default="softmax")
-    p.add_argument("--n-boot", type=int, default=2000)
-    p.add_argument("--seeds", nargs="+", default=None, metavar="JSON",
-                   help="instead: the spread over training seeds, from movies-test evaluate --json files "
-                        "of the same models trained with different seeds (grouped by model name)")
-
-
 def _f(x, digits=3):
     return "–" if x is None else f"{x:.{digits}f}"
 

@@ -12,12 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
+import numpy as np
 import torch
 
-
-def entropy(probs: torch.Tensor) -> torch.Tensor:
-    """Shannon entropy (nats) along the last axis, with 0 log 0 = 0."""
-    return -(probs * probs.clamp_min(1e-30).log()).sum(-1)
+from bam_viz import families, metrics
 
 
 @dataclass
@@ -86,20 +84,23 @@ class ExplainResult:
     def positive_index(self) -> int:
         return self.classes.index("positive") if "positive" in self.classes else len(self.classes) - 1
 
+    def _samples(self) -> np.ndarray:
+        return self.sample_probs.detach().cpu().double().numpy()[None]          # (1, S, C)
+
     @property
     def predictive_entropy(self) -> float:
         """H[E_z p(y|x,z)]: total uncertainty of the Monte Carlo predictive."""
-        return float(entropy(self.mc_probs))
+        return float(metrics.predictive_entropy(self._samples())[0])
 
     @property
     def expected_entropy(self) -> float:
         """E_z H[p(y|x,z)]: the aleatoric part (Depeweg et al. 2018, eq. 5)."""
-        return float(entropy(self.sample_probs).mean())
+        return float(metrics.expected_entropy(self._samples())[0])
 
     @property
     def mutual_information(self) -> float:
         """I[y; z | x] = total - expected entropy: the epistemic part, due to attention uncertainty."""
-        return max(self.predictive_entropy - self.expected_entropy, 0.0)
+        return float(metrics.mutual_information(self._samples())[0])
 
     @property
     def gap(self) -> float:
@@ -134,14 +135,10 @@ class ExplainResult:
         """
         import warnings
 
-        import numpy as np
-
-        from bam_viz.attention import key_marginals
-
-        if not self.posterior_params or layer not in self.stochastic_layers:
+        family = families.get(self.family)
+        if not self.posterior_params or layer not in self.stochastic_layers or not family.has_density:
             return None
-        q, p = key_marginals(
-            self.family,
+        q, p = family.key_marginals(
             {k: v[layer, head, query] for k, v in self.posterior_params.items()},
             {k: v[layer, head, query] for k, v in self.prior_params.items()},
             key,
@@ -176,7 +173,7 @@ class ExplainResult:
                 "x": x,
                 "posterior": density(q),
                 "prior": density(p),
-                "label": "log10 weight w_ij" if self.family == "dirichlet" else "log10 unnormalised score S_ij",
+                "label": f"log10 {family.density_variable}",
             }
 
     # ---- export ---------------------------------------------------------------------------------

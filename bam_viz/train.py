@@ -21,32 +21,19 @@ from pathlib import Path
 
 import torch
 
-from bam_viz.evaluate import parse_assignments
 from bam_viz.model import ModelConfig
-from bam_viz.zoo import PRETRAINED, RECIPES, SHARED_WEIGHTS
+from bam_viz.zoo import RECIPES, SHARED_WEIGHTS
 
 DEFAULTS = dict(epochs=2, batch_size=32, lr=1e-3, weight_decay=0.01, warmup=0.06, kl_weight=0.01,
                 kl_anneal=0.5, seed=0)
 
 
-def add_train_args(p):
-    p.add_argument("--model", required=True, choices=[n for n in RECIPES if n not in SHARED_WEIGHTS])
-    p.add_argument("--data", default=None, help="corpus folder (default: BAM_VIZ_DATA or ../shared/...)")
-    p.add_argument("--out", default=str(PRETRAINED), help="folder that receives <model>/")
-    p.add_argument("--limit", type=int, default=None, help="train on the first N sentences (smoke tests)")
-    p.add_argument("--targets", choices=["hard", "soft"], default="hard",
-                   help="hard: the clear sentences' labels; soft: the share of raters who said positive")
-    p.add_argument("--attention", action="append", default=[], metavar="NAME=VALUE",
-                   help="override a hyperparameter of the recipe's attention, e.g. shape_k=3 (repeatable)")
-    for k, v in DEFAULTS.items():
-        p.add_argument(f"--{k.replace('_', '-')}", type=type(v), default=v)
-
-
-def recipe(name: str, overrides: list[str]) -> ModelConfig:
-    """The zoo recipe of `name` with NAME=VALUE attention overrides (a hyperparameter sweep on dev)."""
-    hyper = parse_assignments(overrides)
+def recipe(name: str, hyper: dict[str, float]) -> ModelConfig:
+    """The zoo recipe of `name` with attention hyperparameter overrides (a sweep on dev)."""
     config = RECIPES[name]
-    return replace(config, attention=config.attention.with_hyper(**hyper)) if hyper else config
+    if not hyper:
+        return config
+    return replace(config, attention=replace(config.attention, hyper=config.attention.with_hyper(**hyper)))
 
 
 def _texts_labels(snippets):
@@ -63,8 +50,8 @@ def loss_terms(model, ids, mask, labels, generator):
     """(negative log-likelihood, KL per cell), each a mean over the batch. `labels` are class
     indices (B,), or (B, 2) class probabilities for training on the raters' soft labels."""
     x, _ = model.lower(ids, mask, generator=generator)
-    if model.family == "categorical":
-        log_marginal, _, _ = model.upper(x, mask, mode="enumerate", generator=generator)
+    if model.attention_family.hard_alignment:
+        log_marginal, _, _ = model.exact_log_marginal(x, mask, generator=generator)
         if labels.is_floating_point():
             return -(labels * log_marginal).sum(-1).mean(), x.new_zeros(())
         return torch.nn.functional.nll_loss(log_marginal, labels), x.new_zeros(())
@@ -99,7 +86,7 @@ def train(args) -> Path:
     from safetensors.torch import save_file
     from tqdm import tqdm
 
-    from bam_viz.data import load_split, split_fingerprint
+    from bam_viz.data import SPLIT_RULE, load_split, split_fingerprint
     from bam_viz.encoder import sha256_file
     from bam_viz.model import BamClassifier
 
@@ -114,7 +101,7 @@ def train(args) -> Path:
     soft = getattr(args, "targets", "hard") == "soft"
     targets = soft_targets(train_set) if soft else labels
 
-    config = recipe(args.model, getattr(args, "attention", []))
+    config = recipe(args.model, getattr(args, "attention", None) or {})
     model = BamClassifier(config)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=args.weight_decay)
@@ -155,7 +142,7 @@ def train(args) -> Path:
         "config": config.to_dict(),
         "trained_hyper": model.trained_hyper,
         "training": {
-            "objective": "exact marginal likelihood" if config.family == "categorical" else "ELBO",
+            "objective": "exact marginal likelihood" if config.attention.attention_family.hard_alignment else "ELBO",
             "targets": "soft: share of raters rating > 0 (human_p_positive)" if soft else "hard: clear labels",
             "kl_weight_per_cell": args.kl_weight, "kl_anneal_fraction": args.kl_anneal,
             "epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr,
@@ -167,7 +154,7 @@ def train(args) -> Path:
         },
         "command": "python -m bam_viz " + " ".join(shlex.quote(a) for a in getattr(args, "argv", sys.argv[1:])),
         "data": {"corpus": "movies (Hutto & Gilbert 2014)", "train_sentences": len(texts),
-                 "dev_sentences": len(dev_texts), "split_rule": "sha256(f'{corpus}:{id}') % 10: 0 test, 1 dev",
+                 "dev_sentences": len(dev_texts), "split_rule": SPLIT_RULE,
                  "split_fingerprint": split_fingerprint(args.data)},
         "dev_history": history,
         "metrics": {},

@@ -13,29 +13,35 @@ import torch
 
 from bam_viz.attention import AttentionConfig
 from bam_viz.encoder import sha256_file
+from bam_viz.families import CategoricalFamily, DirichletFamily, LognormalFamily, Softmax, WeibullFamily
 from bam_viz.model import BamClassifier, ModelConfig
 
-PRETRAINED = Path(__file__).resolve().parents[1] / "pretrained"
+# An installed wheel carries the models inside the package (pyproject.toml maps `pretrained/` there);
+# the checkout keeps them at the top level.
+_PACKAGE = Path(__file__).resolve().parent
+PRETRAINED = _PACKAGE / "pretrained" if (_PACKAGE / "pretrained").is_dir() else _PACKAGE.parent / "pretrained"
 
 # Same data, budget and recipe for all; only the attention differs.
 RECIPES: dict[str, ModelConfig] = {
     "softmax": ModelConfig(
-        "softmax", AttentionConfig("softmax"),
+        "softmax", AttentionConfig(Softmax.name),
         description="Deterministic softmax attention: the usual transformer, one answer per sentence."),
     "mc-dropout": ModelConfig(
-        "mc-dropout", AttentionConfig("softmax"), stochastic_layers=(0, 1, 2, 3, 4, 5), mc_dropout=True,
+        "mc-dropout", AttentionConfig(Softmax.name), stochastic_layers=(0, 1, 2, 3, 4, 5), mc_dropout=True,
         description="The softmax model with dropout kept on at inference (Gal & Ghahramani 2016)."),
     "bam-wc": ModelConfig(
-        "bam-wc", AttentionConfig("weibull", "contextual", shape_k=3.0, beta=1.0),  # k chosen on dev
+        # shape_k chosen on dev
+        "bam-wc", AttentionConfig(WeibullFamily.name, "contextual", hyper={"shape_k": 3.0, "beta": 1.0}),
         description="BAM-WC: Weibull attention scores with a contextual Gamma prior (Fan et al. 2020)."),
     "bam-lc": ModelConfig(
-        "bam-lc", AttentionConfig("lognormal", "contextual", sigma=0.3, prior_sigma=1.0),
+        "bam-lc", AttentionConfig(LognormalFamily.name, "contextual", hyper={"sigma": 0.3, "prior_sigma": 1.0}),
         description="BAM-LC: Lognormal attention scores with a contextual Lognormal prior (Fan et al. 2020)."),
     "dirichlet": ModelConfig(
-        "dirichlet", AttentionConfig("dirichlet", "contextual", concentration=100.0, prior_concentration=10.0),
+        "dirichlet", AttentionConfig(DirichletFamily.name, "contextual",
+                                     hyper={"concentration": 100.0, "prior_concentration": 10.0}),
         description="Dirichlet attention weights, implicitly reparameterised (Cinquin et al. 2021)."),
     "categorical": ModelConfig(
-        "categorical", AttentionConfig("categorical"), stochastic_layers=(5,),
+        "categorical", AttentionConfig(CategoricalFamily.name), stochastic_layers=(5,),
         description="Hard latent alignment of [CLS] in the top layer, marginalised exactly (Deng et al. 2018)."),
 }
 # mc-dropout is the softmax model's weights used differently: it ships no weights of its own.

@@ -13,9 +13,8 @@ clock stops when (1) the footer reads "view N+1", (2) Streamlit's running indica
 drawn the new figures. The footer is written after every chart, so (1) means every chart's data
 has reached the browser. Each press moves shape_k one grid step (~15%) to the right, from the
 trained k = 3 towards 1000 (40 steps away), so every press asks for a value not seen before and
-recomputes `explain()`: no press hits the result cache. (Until 2026-11-29 the presses went five
-right, five left, so three in four were cache hits; the footer's server time, reported beside
-each figure, now shows the difference.)
+recomputes `explain()`: no press hits the result cache. The footer's server time is reported
+beside each figure, to split the server's share from the browser's.
 
 The helpers here (free port, serving an app, launching chromium) are shared with
 tests/test_browser.py.

@@ -6,14 +6,13 @@ Measures, in one headless chromium and exactly as `bench/browser_latency.py` mea
 explorer (same sentence, bam-wc, 32 samples, a new k each press, the clock stopped by the footer):
 
   explorer      the shipped page
-  no-panels     the explorer's own code without its panels (metrics, charts, captions, downloads):
-                the sidebar's controls, `explain()` and the footer
+  no-panels     the explorer without its panels (metrics, charts, captions, downloads): the
+                sidebar's controls, `explain()` and the footer (the URL parameter bench=no-panels)
   no-explain    the same, with `explain()` answered from the cache (asked for the trained k every
-                time), so only the sliders and the footer are redrawn
+                time), so only the sliders and the footer are redrawn (bench=no-explain)
   trivial       bench/trivial_app.py, one slider and one line of text
 
-The variants are written to a temporary folder from views/explorer.py, so they follow the page's
-code; if the lines they remove change, `variants()` says so instead of measuring something else.
+The variants are the explorer's own code, switched by its `bench` URL parameter.
 """
 
 from __future__ import annotations
@@ -21,49 +20,27 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import browser_latency as bl  # noqa: E402
 
-PANELS = ("    headline(result)\n    prediction_panel(result)\n    inspection(result, model)\n"
-          "    st.divider()\n    downloads(result)\n")
-EXPLAIN = "state.get_result(model, name, text, hyper, n_samples, seed)"
-CACHED = ("state.get_result(model, name, text, tuple((h, float(model.trained_hyper[h])) "
-          "for h in model.hyper_names if h in HYPER_RANGES), n_samples, seed)")
-FUTURE = "from __future__ import annotations\n"
-HEAD = FUTURE + 'import streamlit as st\n\nst.set_page_config(page_title="latency variant", layout="wide")\n'
-
-
-def variants(folder: Path) -> dict[str, Path]:
-    """Write the two variant pages into `folder`; returns {name: path}."""
-    src = (bl.ROOT / "views" / "explorer.py").read_text()
-    for part in (PANELS, EXPLAIN, FUTURE):
-        if part not in src:
-            raise RuntimeError(f"views/explorer.py no longer has {part.strip()[:40]!r}: update bench/latency_floor.py")
-    body = src.replace(FUTURE, "", 1).replace(PANELS, "")
-    pages = {"no-panels": body, "no-explain": body.replace(EXPLAIN, CACHED)}
-    out = {}
-    for name, text in pages.items():
-        out[name] = folder / f"{name.replace('-', '_')}.py"
-        out[name].write_text(HEAD + text)
-    return out
+VARIANTS = ("no-panels", "no-explain")
 
 
 def run(presses: int = 20) -> dict:
     from playwright.sync_api import sync_playwright
 
-    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
-        pages = variants(Path(tmp))
+    with sync_playwright() as p:
         browser = bl.launch_chromium(p)
         try:
             return {
                 "explorer": bl.measure_app(browser, bl.ROOT / "app.py", "shape_k", presses, 7,
                                            bl.EXPLORER_QUERY),
-                **{name: bl.measure_app(browser, page, "shape_k", presses, 0, bl.EXPLORER_QUERY)
-                   for name, page in pages.items()},
+                **{name: bl.measure_app(browser, bl.ROOT / "app.py", "shape_k", presses, 0,
+                                        f"{bl.EXPLORER_QUERY}&bench={name}")
+                   for name in VARIANTS},
                 "trivial": bl.measure_app(browser, bl.ROOT / "bench" / "trivial_app.py", "value", presses),
             }
         finally:

@@ -13,7 +13,6 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import bam_viz
-from bam_viz.attention import HYPER_RANGES
 from views import state
 from views.state import N_SAMPLES_RANGE
 
@@ -93,7 +92,7 @@ def test_every_model_renders(at, name):
     assert_finite_metrics(at)
     assert n_charts(at) == 7
     model = bam_viz.load(name)
-    for h in HYPER_RANGES:
+    for h in state.SLIDERS:
         assert at.select_slider(key=h).disabled == (h not in model.hyper_names)
     assert at.slider(key="n_samples").disabled == (not model.stochastic)
     assert at.query_params["model"] == name
@@ -103,7 +102,7 @@ def _extremes(at, name, keys):
     at.selectbox(key="model").set_value(name)
     ok(at.run())
     for key in keys:
-        lo, hi = HYPER_RANGES[key][:2]
+        lo, hi = state.SLIDERS[key].low, state.SLIDERS[key].high
         for value in (lo, hi):
             at.select_slider(key=key).set_value(value)
             ok(at.run())

@@ -1,178 +1,25 @@
-"""The attention families: moments against closed forms, gradients, reproducibility, finiteness."""
+"""The attention layer: gradients, masks, traces, seeds, hyperparameter overrides, finiteness."""
 
 import math
 
-import numpy as np
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import stats
-from scipy.special import gammainc, gammaln
 
-from bam_viz.attention import (
-    AttentionConfig,
-    BayesianAttention,
-    categorical_elbo,
-    categorical_sample,
-    dirichlet_rsample,
-    exact_log_marginal,
-    exact_posterior,
-    log_gamma_rsample,
-    log_lognormal_rsample,
-    log_weibull_rsample,
-    normalize,
-    normalize_log,
-    posterior,
-    prior,
-)
-
-N = 200_000
+from bam_viz import families
+from bam_viz.attention import AttentionConfig, BayesianAttention, Mode, Trace
 
 
-def scores_row(T=5, seed=0, dtype=torch.float64):
-    return torch.randn(T, generator=torch.Generator().manual_seed(seed), dtype=dtype) * 1.5
+def config(family, prior="contextual", **values):
+    """AttentionConfig of `family` with those of `values` that are its own hyperparameters."""
+    every = {n for f in families.names() for n in families.get(f).hyper_names}
+    assert set(values) <= every, set(values) - every
+    names = families.get(family).hyper_names
+    return AttentionConfig(family, prior, hyper={k: v for k, v in values.items() if k in names})
 
 
-@pytest.mark.parametrize("family,hyper", [
-    ("weibull", {"shape_k": 0.7}), ("weibull", {"shape_k": 3.0}), ("weibull", {"shape_k": 50.0}),
-    ("lognormal", {"sigma": 0.1}), ("lognormal", {"sigma": 1.0}),
-    ("dirichlet", {"concentration": 0.5}), ("dirichlet", {"concentration": 20.0}),
-    ("categorical", {}),
-])
-def test_posterior_mean_is_softmax(family, hyper):
-    s = scores_row()
-    q = posterior(s, family, **hyper)
-    expected = s.softmax(-1)
-    mean = q.probs if family == "categorical" else q.mean
-    torch.testing.assert_close(mean, expected, rtol=1e-9, atol=1e-12)
-
-
-@pytest.mark.parametrize("shape_k", [0.5, 2.0, 10.0, 200.0])
-def test_weibull_sampler_moments_and_law(shape_k):
-    s = scores_row()
-    g = torch.Generator().manual_seed(1)
-    log_scale = s.log_softmax(-1) - math.lgamma(1 + 1 / shape_k)
-    S = log_weibull_rsample(log_scale.expand(N, -1), shape_k, g).exp()
-    lam = log_scale.exp()
-    mean = lam * math.gamma(1 + 1 / shape_k)
-    var = lam**2 * (math.gamma(1 + 2 / shape_k) - math.gamma(1 + 1 / shape_k) ** 2)
-    # Monte Carlo within 5 standard errors (the variance's via the fourth moment).
-    se_mean = (var / N).sqrt()
-    assert ((S.mean(0) - mean).abs() <= 5 * se_mean).all()
-    torch.testing.assert_close(S.mean(0), s.softmax(-1), rtol=0, atol=float(5 * se_mean.max()))
-    m4 = lam**4 * math.gamma(1 + 4 / shape_k) - 4 * mean * lam**3 * math.gamma(1 + 3 / shape_k) \
-        + 6 * mean**2 * lam**2 * math.gamma(1 + 2 / shape_k) - 3 * mean**4
-    se_var = ((m4 - var**2) / N).sqrt()
-    assert ((S.var(0) - var).abs() <= 6 * se_var).all()
-    # And the law itself, against SciPy.
-    ks = stats.kstest(S[:5000, 0].numpy(), stats.weibull_min(c=shape_k, scale=float(lam[0])).cdf)
-    assert ks.pvalue > 1e-3
-    # torch's own distribution agrees with the closed forms.
-    q = posterior(s, "weibull", shape_k=shape_k)
-    torch.testing.assert_close(q.variance, var)
-
-
-@pytest.mark.parametrize("sigma", [0.05, 0.5, 1.5])
-def test_lognormal_sampler_moments(sigma):
-    s = scores_row()
-    g = torch.Generator().manual_seed(2)
-    loc = s.log_softmax(-1) - sigma**2 / 2
-    S = log_lognormal_rsample(loc.expand(N, -1), sigma, g).exp()
-    mean = s.softmax(-1)
-    var = (math.exp(sigma**2) - 1) * torch.exp(2 * loc + sigma**2)
-    assert ((S.mean(0) - mean).abs() <= 6 * (var / N).sqrt()).all()
-    # log S is exactly normal: check its variance (robust to the heavy tail of S).
-    assert abs(S.log().var(0).mean().item() - sigma**2) < 0.02 * sigma**2
-    torch.testing.assert_close(posterior(s, "lognormal", sigma=sigma).variance, var)
-
-
-@pytest.mark.parametrize("concentration", [0.3, 5.0, 300.0])
-def test_dirichlet_sampler_moments(concentration):
-    s = scores_row()
-    g = torch.Generator().manual_seed(3)
-    log_a = math.log(concentration) + s.log_softmax(-1)
-    w = dirichlet_rsample(log_a.expand(N, -1), None, g)
-    p = s.softmax(-1)
-    var = p * (1 - p) / (concentration + 1)
-    assert ((w.mean(0) - p).abs() <= 6 * (var / N).sqrt()).all()
-    assert ((w.var(0) - var).abs() <= 0.05 * var + 1e-6).all()
-    torch.testing.assert_close(posterior(s, "dirichlet", concentration=concentration).variance, var)
-    ks = stats.kstest(w[:5000, 1].numpy(), stats.beta(float(log_a.exp()[1]), float(concentration - log_a.exp()[1])).cdf)
-    assert ks.pvalue > 1e-3
-
-
-@pytest.mark.parametrize("alpha", [1e-3, 0.05, 0.7, 4.0])
-def test_log_gamma_sampler_matches_scipy(alpha):
-    g = torch.Generator().manual_seed(4)
-    logG = log_gamma_rsample(torch.full((20_000,), math.log(alpha), dtype=torch.float64), g)
-    assert torch.isfinite(logG).all()
-    # P(log G <= t) = P(alpha, e^t) (regularised incomplete gamma); for e^t below double range it
-    # is e^(alpha t) / Gamma(alpha + 1) to first order.
-    def cdf(t):
-        return np.where(t > -700, gammainc(alpha, np.exp(np.maximum(t, -700))),
-                        np.exp(alpha * t - gammaln(alpha + 1)))
-
-    ks = stats.kstest(logG.numpy(), cdf)
-    assert ks.pvalue > 1e-3
-
-
-def test_categorical_sampler_frequencies():
-    s = scores_row()
-    g = torch.Generator().manual_seed(5)
-    z = categorical_sample(s.log_softmax(-1).expand(N, -1), g)
-    assert torch.equal(z.sum(-1), torch.ones(N, dtype=z.dtype))
-    p = s.softmax(-1)
-    assert ((z.mean(0) - p).abs() <= 6 * (p * (1 - p) / N).sqrt()).all()
-
-
-@pytest.mark.parametrize("family,hyper", [
-    ("weibull", {"beta": 1e-2}), ("weibull", {"beta": 3.0}), ("lognormal", {"sigma": 0.7}),
-    ("dirichlet", {"concentration": 4.0}),
-])
-def test_prior_mean_is_pi(family, hyper):
-    logits = scores_row(seed=9)
-    p = prior(logits, family, **hyper)
-    torch.testing.assert_close(p.mean, logits.softmax(-1), rtol=1e-9, atol=1e-12)
-
-
-def test_normalize_and_mask():
-    S = torch.tensor([[1.0, 3.0, 4.0], [2.0, 2.0, 100.0]])
-    mask = torch.tensor([[True, True, True], [True, True, False]])
-    w = normalize(S, mask)
-    torch.testing.assert_close(w, torch.tensor([[0.125, 0.375, 0.5], [0.5, 0.5, 0.0]]))
-    torch.testing.assert_close(normalize_log(S.log(), mask), w)
-    # Normalising over all keys, not l != i: the diagonal counts.
-    assert w[0, 0] > 0
-
-
-def test_normalize_log_finite_where_exp_underflows():
-    log_S = torch.tensor([[-2000.0, -2001.0, -3000.0]])
-    w = normalize_log(log_S)
-    assert torch.isfinite(w).all()
-    torch.testing.assert_close(w.sum(), torch.tensor(1.0))
-    assert w[0, 0] > w[0, 1]
-
-
-# ---- the Deng et al. identities --------------------------------------------------------------
-def test_categorical_elbo_gap_is_kl_to_exact_posterior():
-    g = torch.Generator().manual_seed(6)
-    log_prior = torch.randn(7, generator=g, dtype=torch.float64).log_softmax(-1)
-    log_lik = torch.randn(7, generator=g, dtype=torch.float64).log_softmax(-1) - 0.3
-    log_q = torch.randn(7, generator=g, dtype=torch.float64).log_softmax(-1)
-    log_py = exact_log_marginal(log_prior, log_lik)
-    post = exact_posterior(log_prior, log_lik)
-    kl = (log_q.exp() * (log_q - post)).sum()
-    gap = log_py - categorical_elbo(log_q, log_prior, log_lik)
-    assert abs(float(gap - kl)) < 1e-6
-    assert gap > 0
-    # The bound is tight at the exact posterior.
-    assert abs(float(log_py - categorical_elbo(post, log_prior, log_lik))) < 1e-12
-    # And the marginal is the brute-force sum.
-    assert abs(float(log_py) - math.log(sum(math.exp(a + b) for a, b in zip(log_prior, log_lik, strict=True)))) < 1e-12
-
-
-# ---- the layer ---------------------------------------------------------------------------------
 def qkv(B=2, H=3, T=6, d=4, seed=0, requires_grad=False):
     g = torch.Generator().manual_seed(seed)
     t = [torch.randn(B, H, T, d, generator=g, requires_grad=requires_grad) for _ in range(3)]
@@ -185,7 +32,7 @@ def qkv(B=2, H=3, T=6, d=4, seed=0, requires_grad=False):
 @pytest.mark.parametrize("family", ["weibull", "lognormal", "dirichlet"])
 def test_gradients_flow_through_rsample_to_scores(family):
     q, k, v, mask = qkv(requires_grad=True)
-    layer = BayesianAttention(3, 4, AttentionConfig(family, shape_k=5.0, concentration=10.0))
+    layer = BayesianAttention(3, 4, config(family, shape_k=5.0, concentration=10.0))
     out, _ = layer(q, k, v, mask, n_samples=4, generator=torch.Generator().manual_seed(0))
     out.pow(2).sum().backward()
     for t in (q, k):
@@ -197,10 +44,10 @@ def test_a_mask_with_no_padding_changes_nothing(family):
     # The layer skips its masked fills when every key is real; the draws and traces must be those
     # of the masked path. A padded mask still zeroes its keys.
     q, k, v, _ = qkv(B=2, H=2, T=5)
-    layer = BayesianAttention(2, 4, AttentionConfig(family, prior="contextual", shape_k=2.0, sigma=0.8))
+    layer = BayesianAttention(2, 4, config(family, "contextual", shape_k=2.0, sigma=0.8))
 
     def run(mask):
-        out, t = layer(q, k, v, mask, n_samples=3, generator=torch.Generator().manual_seed(5), trace=True)
+        out, t = layer(q, k, v, mask, n_samples=3, generator=torch.Generator().manual_seed(5), trace=Trace.FULL)
         return out, t.weights, t.kl, t.prior_sample_weights
 
     for a, b in zip(run(None), run(torch.ones(2, 5, dtype=torch.bool)), strict=True):
@@ -211,22 +58,13 @@ def test_a_mask_with_no_padding_changes_nothing(family):
     assert weights[:, 1, ..., 3:].abs().max() == 0 and weights[:, 0, ..., 3:].abs().max() > 0
 
 
-def test_implicit_reparameterisation_gradient_is_unbiased():
-    # d/d alpha E[G] = 1 for G ~ Gamma(alpha, 1); the implicit gradient must average to it.
-    log_alpha = torch.full((50_000,), math.log(0.4), dtype=torch.float64, requires_grad=True)
-    G = log_gamma_rsample(log_alpha, torch.Generator().manual_seed(7)).exp()
-    (grad,) = torch.autograd.grad(G.sum(), log_alpha)
-    d_dalpha = grad / log_alpha.exp()
-    assert abs(d_dalpha.mean().item() - 1.0) < 0.05
-
-
 @pytest.mark.parametrize("family", ["weibull", "lognormal", "dirichlet", "categorical"])
 def test_same_seed_same_samples_and_batched_equals_loop_in_distribution(family):
     q, k, v, mask = qkv(B=1, H=1, T=4)
-    layer = BayesianAttention(1, 4, AttentionConfig(family, shape_k=2.0, sigma=0.8, concentration=3.0))
+    layer = BayesianAttention(1, 4, config(family, shape_k=2.0, sigma=0.8, concentration=3.0))
 
     def weights(n, seed):
-        _, t = layer(q, k, v, mask, n_samples=n, generator=torch.Generator().manual_seed(seed), trace=True)
+        _, t = layer(q, k, v, mask, n_samples=n, generator=torch.Generator().manual_seed(seed), trace=Trace.FULL)
         return t.weights
 
     torch.testing.assert_close(weights(8, 11), weights(8, 11), rtol=0, atol=0)
@@ -234,7 +72,7 @@ def test_same_seed_same_samples_and_batched_equals_loop_in_distribution(family):
     n = 1000
     batched = weights(n, 1)[:, 0, 1]                                        # (S, T) one query row
     g = torch.Generator().manual_seed(2)
-    looped = torch.stack([layer(q, k, v, mask, generator=g, trace=True)[1].weights[0, 0, 1]
+    looped = torch.stack([layer(q, k, v, mask, generator=g, trace=Trace.FULL)[1].weights[0, 0, 1]
                           for _ in range(n)])
     for j in range(4):
         a, b = batched[:, j].double(), looped[:, j].double()
@@ -247,28 +85,51 @@ def test_same_seed_same_samples_and_batched_equals_loop_in_distribution(family):
 
 def test_hyperparameters_override_without_touching_weights():
     q, k, v, mask = qkv()
-    layer = BayesianAttention(3, 4, AttentionConfig("weibull", shape_k=10.0))
+    layer = BayesianAttention(3, 4, AttentionConfig("weibull", hyper={"shape_k": 10.0}))
     before = {n: p.clone() for n, p in layer.state_dict().items()}
-    _, t1 = layer(q, k, v, mask, n_samples=64, generator=torch.Generator().manual_seed(0), trace=True)
-    _, t2 = layer(q, k, v, mask, n_samples=64, generator=torch.Generator().manual_seed(0), trace=True,
-                  hyper={"shape_k": 0.5})
+    _, t1 = layer(q, k, v, mask, n_samples=64, generator=torch.Generator().manual_seed(0), trace=Trace.FULL)
+    _, t2 = layer(q, k, v, mask, n_samples=64, generator=torch.Generator().manual_seed(0), trace=Trace.FULL,
+                  hyper=layer.config.with_hyper(shape_k=0.5))
     def spread(t):  # std over samples (rows are sample-major: s * B + b)
         return t.weights.view(64, 2, *t.weights.shape[1:]).std(0).mean()
 
     assert spread(t2) > 3 * spread(t1)   # smaller k, wider posterior
     for n, p in layer.state_dict().items():
         assert torch.equal(p, before[n])
-    with pytest.raises(ValueError, match="unknown hyperparameters"):
-        layer(q, k, v, mask, hyper={"shape": 1.0})
-    with pytest.raises(ValueError, match="positive"):
-        layer(q, k, v, mask, hyper={"shape_k": float("nan")})
+    assert layer.config.hyper.shape_k == 10.0
+    unknown = r"unknown hyperparameters \['shape'\] for weibull attention; known: shape_k, beta"
+    with pytest.raises(ValueError, match=unknown):
+        layer.config.with_hyper(shape=1.0)
+    with pytest.raises(ValueError, match="shape_k must be a positive finite number"):
+        layer.config.with_hyper(shape_k=float("nan"))
+    with pytest.raises(ValueError, match="hyperparameters of lognormal attention given to a weibull layer"):
+        layer(q, k, v, mask, hyper=families.get("lognormal").hyper())
+
+
+def test_config_holds_only_its_familys_hyperparameters():
+    assert AttentionConfig("weibull").hyper == families.get("weibull").hyper()
+    assert AttentionConfig("dirichlet", hyper={"concentration": 3}).hyper.concentration == 3.0
+    with pytest.raises(ValueError, match=r"unknown hyperparameters \['sigma'\] for weibull attention"):
+        AttentionConfig("weibull", hyper={"sigma": 0.5})
+    with pytest.raises(ValueError, match="known: none"):
+        AttentionConfig("softmax", hyper={"shape_k": 2.0})
+    with pytest.raises(ValueError, match="concentration must be a positive finite number"):
+        AttentionConfig("dirichlet", hyper={"concentration": -1.0})
+    with pytest.raises(ValueError, match="unknown attention family"):
+        AttentionConfig("gaussian")
+    with pytest.raises(ValueError, match="unknown prior"):
+        AttentionConfig("weibull", prior="learned")
+    c = AttentionConfig("lognormal", "constant", 8, {"sigma": 0.7})
+    assert AttentionConfig.from_dict(c.to_dict()) == c
+    assert c.to_dict() == {"family": "lognormal", "prior": "constant", "prior_hidden": 8,
+                           "sigma": 0.7, "prior_sigma": 1.0}
 
 
 @pytest.mark.parametrize("family", ["weibull", "lognormal", "dirichlet"])
 def test_trace_contract(family):
     q, k, v, mask = qkv()
     layer = BayesianAttention(3, 4, AttentionConfig(family))
-    out, t = layer(q, k, v, mask, n_samples=5, generator=torch.Generator().manual_seed(0), trace=True)
+    out, t = layer(q, k, v, mask, n_samples=5, generator=torch.Generator().manual_seed(0), trace=Trace.FULL)
     assert out.shape == (10, 3, 6, 4)
     assert t.weights.shape == t.prior_sample_weights.shape == (10, 3, 6, 6)
     assert t.mean_weights.shape == t.prior_weights.shape == t.scores.shape == (2, 3, 6, 6)
@@ -279,19 +140,23 @@ def test_trace_contract(family):
     torch.testing.assert_close(t.mean_weights, (t.scores.masked_fill(~mask[:, None, None], -1e9)).softmax(-1))
 
 
+def slider_value(draw, spec):
+    """A value anywhere in a hyperparameter's range, spread on its slider's scale."""
+    if spec.scale == "log":
+        return math.exp(draw(st.floats(math.log(spec.low), math.log(spec.high))))
+    return draw(st.floats(spec.low, spec.high))
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    family=st.sampled_from(["weibull", "lognormal", "dirichlet", "categorical", "softmax"]),
-    log_k=st.floats(math.log(0.2), math.log(1000.0)),
-    sigma=st.floats(0.01, 3.0),
-    log_beta=st.floats(math.log(1e-4), math.log(1e4)),
-    log_conc=st.floats(math.log(0.05), math.log(1e4)),
+    family=st.sampled_from(families.names()),
+    data=st.data(),
     T=st.integers(1, 512),
     pad=st.integers(0, 5),
     scale=st.floats(0.0, 30.0),
     seed=st.integers(0, 2**31 - 1),
 )
-def test_finite_over_the_full_slider_ranges(family, log_k, sigma, log_beta, log_conc, T, pad, scale, seed):
+def test_finite_over_the_full_slider_ranges(family, data, T, pad, scale, seed):
     g = torch.Generator().manual_seed(seed)
     H, d = 2, 4
     q = torch.randn(1, H, T, d, generator=g) * scale
@@ -302,9 +167,9 @@ def test_finite_over_the_full_slider_ranges(family, log_k, sigma, log_beta, log_
     layer = BayesianAttention(H, d, AttentionConfig(family, prior="contextual"))
     if layer.prior_net is not None:  # a trained-looking, non-uniform prior
         torch.nn.init.normal_(layer.prior_net.out, generator=g)
-    hyper = dict(shape_k=math.exp(log_k), sigma=sigma, beta=math.exp(log_beta), concentration=math.exp(log_conc),
-                 prior_sigma=sigma, prior_concentration=math.exp(log_conc))
-    out, t = layer(q, k, v, mask, n_samples=2, generator=g, hyper=hyper, trace=True)
+    fam = families.get(family)
+    hyper = fam.hyper({spec.name: slider_value(data.draw, spec) for spec in fam.hyper_specs})
+    out, t = layer(q, k, v, mask, n_samples=2, generator=g, hyper=hyper, trace=Trace.FULL)
     assert torch.isfinite(out).all()
     for name in ("weights", "mean_weights", "prior_weights", "prior_sample_weights", "kl"):
         assert torch.isfinite(getattr(t, name)).all(), name
@@ -317,13 +182,86 @@ def test_constant_prior_is_uniform_over_valid_keys_and_contextual_prior_reads_ke
     q, k, v, mask = qkv()
     const = BayesianAttention(3, 4, AttentionConfig("weibull", prior="constant"))
     assert const.prior_net is None
-    _, t = const(q, k, v, mask, trace=True)
+    _, t = const(q, k, v, mask, trace=Trace.FULL)
     torch.testing.assert_close(t.prior_weights[0], torch.full((3, 6, 6), 1 / 6))
     torch.testing.assert_close(t.prior_weights[1, ..., :4], torch.full((3, 6, 4), 1 / 4))
     ctx = BayesianAttention(3, 4, AttentionConfig("weibull", prior="contextual"))
     torch.nn.init.normal_(ctx.prior_net.out, generator=torch.Generator().manual_seed(0))
-    _, t1 = ctx(q, k, v, mask, trace=True)
-    _, t2 = ctx(q * 3, k, v, mask, trace=True)     # queries do not enter the prior
+    _, t1 = ctx(q, k, v, mask, trace=Trace.FULL)
+    _, t2 = ctx(q * 3, k, v, mask, trace=Trace.FULL)     # queries do not enter the prior
     torch.testing.assert_close(t1.prior_weights, t2.prior_weights)
-    _, t3 = ctx(q, k.flip(2), v, mask, trace=True)
+    _, t3 = ctx(q, k.flip(2), v, mask, trace=Trace.FULL)
     assert not torch.allclose(t1.prior_weights, t3.prior_weights)
+
+
+# ---- trace levels and modes --------------------------------------------------------------------
+def next_numbers(g):
+    return torch.rand(4, generator=g)
+
+
+@pytest.mark.parametrize("family", ["weibull", "lognormal", "dirichlet"])
+def test_trace_levels_record_what_they_name_and_draw_the_same_weights(family):
+    q, k, v, mask = qkv()
+    layer = BayesianAttention(3, 4, AttentionConfig(family)).eval()
+    torch.nn.init.normal_(layer.prior_net.out, generator=torch.Generator().manual_seed(1))
+
+    def run(level):
+        g = torch.Generator().manual_seed(0)
+        out, t = layer(q, k, v, mask, n_samples=5, generator=g, trace=level)
+        return out, t, next_numbers(g)
+
+    (out_f, full, _), (out_s, stats_, g_stats), (out_p, samples, g_samples), (out_n, none, g_none) = (
+        run(level) for level in (Trace.FULL, Trace.STATS, Trace.SAMPLES, Trace.NONE))
+    for out in (out_s, out_p, out_n):
+        torch.testing.assert_close(out, out_f, rtol=0, atol=0)
+    assert none is None                                   # eval, nothing asked
+    # STATS: everything FULL records but the prior draws, which are the weights themselves.
+    assert stats_.prior_sample_weights is stats_.weights
+    torch.testing.assert_close(stats_.kl, full.kl, rtol=0, atol=0)
+    for name in full.posterior_params:
+        torch.testing.assert_close(stats_.posterior_params[name], full.posterior_params[name], rtol=0, atol=0)
+    # SAMPLES: the weights and log pi per output row; no KL, no prior draws, and the generator
+    # moves on as in an untraced pass (FULL draws the prior from it as well).
+    torch.testing.assert_close(samples.weights, full.weights, rtol=0, atol=0)
+    assert samples.prior_sample_weights is None and (samples.kl == 0).all()
+    assert samples.prior_log_probs.shape == (10, 3, 1, 6)
+    torch.testing.assert_close(samples.prior_log_probs.exp().expand(10, 3, 6, 6),
+                               full.prior_weights.repeat(5, 1, 1, 1))
+    assert torch.equal(g_samples, g_none) and torch.equal(g_stats, g_none)
+
+
+def test_training_reports_the_kl_without_a_trace():
+    q, k, v, mask = qkv()
+    layer = BayesianAttention(3, 4, AttentionConfig("weibull"))
+    _, full = layer.eval()(q, k, v, mask, generator=torch.Generator().manual_seed(0), trace=Trace.FULL)
+    _, t = layer.train()(q, k, v, mask, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(t.kl, full.kl)
+    softmax = BayesianAttention(3, 4, AttentionConfig("softmax")).train()
+    assert softmax(q, k, v, mask)[1] is None                # no prior, nothing to learn
+
+
+@pytest.mark.parametrize("family", families.names())
+def test_mean_mode_is_softmax_and_draws_nothing(family):
+    q, k, v, mask = qkv()
+    layer = BayesianAttention(3, 4, AttentionConfig(family))
+    g = torch.Generator().manual_seed(0)
+    out, t = layer(q, k, v, mask, n_samples=5, generator=g, mode=Mode.MEAN, trace=Trace.STATS)
+    assert out.shape == (2, 3, 6, 4)                        # one pass, whatever n_samples
+    torch.testing.assert_close(t.weights, t.mean_weights, rtol=0, atol=0)
+    torch.testing.assert_close(t.weights, t.scores.masked_fill(~mask[:, None, None], -math.inf).softmax(-1))
+    assert torch.equal(next_numbers(g), next_numbers(torch.Generator().manual_seed(0)))
+
+
+@pytest.mark.parametrize("family", [n for n in families.names() if families.get(n).stochastic])
+def test_first_queries_alone_get_the_full_pass_rows_or_are_refused(family):
+    q, k, v, mask = qkv()
+    layer = BayesianAttention(3, 4, AttentionConfig(family))
+    g_full, g_first = torch.Generator().manual_seed(0), torch.Generator().manual_seed(0)
+    full, _ = layer(q, k, v, mask, n_samples=3, generator=g_full)
+    if not families.get(family).row_sliceable:
+        with pytest.raises(ValueError, match="cannot be sliced by query row"):
+            layer(q[..., :1, :], k, v, mask, n_samples=3, generator=g_first)
+        return
+    first, _ = layer(q[..., :1, :], k, v, mask, n_samples=3, generator=g_first)
+    torch.testing.assert_close(first, full[..., :1, :])
+    assert torch.equal(next_numbers(g_full), next_numbers(g_first))

@@ -68,12 +68,14 @@ def test_first_rows_folds_the_key_and_value_projections(family, merged):
     """`SelfAttention.first_rows` gives the first query rows' context without projecting keys or
     values for every token: the same numbers as the full layer's first rows (padded keys, LoRA
     adapters merged or not, several samples), the same random numbers, and neither projection run."""
-    from bam_viz.attention import AttentionConfig
+    from bam_viz import families
+    from bam_viz.attention import AttentionConfig, Mode, Trace
     from bam_viz.encoder import BertConfig, LoRALinear, SelfAttention
 
     torch.manual_seed(0)
     c = BertConfig()
-    layer = SelfAttention(c, AttentionConfig(family, shape_k=2.0, sigma=0.5))
+    hyper = {k: v for k, v in {"shape_k": 2.0, "sigma": 0.5}.items() if k in families.get(family).hyper_names}
+    layer = SelfAttention(c, AttentionConfig(family, hyper=hyper))
     for name in ("query", "key", "value"):
         lora = LoRALinear(getattr(layer, name), rank=4)
         torch.nn.init.normal_(lora.lora_b, std=0.05)              # non-zero adapters: W + s B A matters
@@ -86,13 +88,13 @@ def test_first_rows_folds_the_key_and_value_projections(family, merged):
     calls = []
     hooks = [getattr(layer, n).register_forward_hook(lambda *a, n=n: calls.append(n)) for n in ("key", "value")]
     with torch.no_grad():
-        for mode in ("sample", "mean"):
+        for mode in (Mode.SAMPLE, Mode.MEAN):
             g_full, g_fold = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
             calls.clear()
-            full, _, _ = layer(x, mask, n_samples=4, generator=g_full, mode=mode, trace="stats")
+            full, _ = layer(x, mask, n_samples=4, generator=g_full, mode=mode, trace=Trace.STATS)
             assert calls == ["key", "value"]
             calls.clear()
-            fold, trace, _ = layer(x, mask, query_rows=1, n_samples=4, generator=g_fold, mode=mode)
+            fold, trace = layer(x, mask, query_rows=1, n_samples=4, generator=g_fold, mode=mode)
             assert calls == [] and trace is None
             assert fold.shape == (full.shape[0], 1, c.hidden)
             torch.testing.assert_close(fold, full[:, :1], atol=2e-5, rtol=1e-5)

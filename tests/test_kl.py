@@ -8,8 +8,7 @@ from scipy import integrate, stats
 from torch.distributions import Dirichlet, Gamma, LogNormal, Weibull, kl_divergence
 
 import bam_viz  # noqa: F401  registers KL(Weibull || Gamma)
-from bam_viz.attention import DIRICHLET_KL_FLOOR, kl_dirichlet, kl_lognormal
-from bam_viz.kl import kl_weibull_gamma
+from bam_viz.kl import DIRICHLET_KL_FLOOR, kl_dirichlet, kl_lognormal, kl_weibull_gamma
 
 GRID = [  # (k, lambda, alpha, beta)
     (0.5, 1.0, 1.0, 1.0), (1.0, 0.3, 0.2, 2.0), (3.0, 0.05, 0.05, 1.0), (10.0, 0.2, 2.0, 10.0),
@@ -95,20 +94,19 @@ def test_dirichlet_kl_floor_is_inactive_above_it():
 
 def test_module_kl_matches_distribution_objects():
     """The layer's KL (from log parameters) equals torch's KL of the public distribution objects."""
-    from bam_viz.attention import AttentionConfig, BayesianAttention, posterior, prior
+    from bam_viz import families
+    from bam_viz.attention import AttentionConfig, BayesianAttention, Trace
 
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(1, 2, 5, 4, generator=g, dtype=torch.float64) for _ in range(3))
     for family, hyper in [("weibull", dict(shape_k=3.0, beta=2.0)), ("lognormal", dict(sigma=0.4, prior_sigma=0.9))]:
-        layer = BayesianAttention(2, 4, AttentionConfig(family, **hyper)).double()
+        layer = BayesianAttention(2, 4, AttentionConfig(family, hyper=hyper)).double()
         torch.nn.init.normal_(layer.prior_net.out, generator=g)
-        _, t = layer(q, k, v, trace=True)
+        _, t = layer(q, k, v, trace=Trace.FULL)
         prior_logits = layer.prior_logits(k)
-        if family == "weibull":
-            d_q = posterior(t.scores, family, shape_k=3.0)
-            d_p = prior(prior_logits, family, beta=2.0)
-        else:
-            d_q = posterior(t.scores, family, sigma=0.4)
-            d_p = prior(prior_logits, family, sigma=0.9)
+        fam = families.get(family)
+        # A Hyper built here from the same numbers, not the layer's own: the layer must have read them.
+        h = fam.hyper(hyper)
+        d_q, d_p = fam.posterior(t.scores, h), fam.prior(prior_logits, h)
         expected = kl_divergence(d_q, d_p).sum((-1, -2))
         torch.testing.assert_close(t.kl, expected)

@@ -1,4 +1,4 @@
-"""bench/latency_floor.py: its variants of the explorer are the page minus the named parts."""
+"""bench/latency_floor.py's variants are the explorer itself, switched by its `bench` URL parameter."""
 
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ lf = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(lf)
 
 
-def _run(path: Path, shape_k: float) -> AppTest:
-    at = AppTest.from_file(str(path), default_timeout=120)
+def _run(shape_k: float, bench: str | None = None) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.query_params["model"] = "bam-wc"
     at.query_params["shape_k"] = str(shape_k)
     at.query_params["text"] = lf.bl.SENTENCE_24
+    if bench:
+        at.query_params["bench"] = bench
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -27,36 +29,32 @@ def _footer(at: AppTest) -> str:
     return next(c.value for c in at.caption if c.value.startswith("view "))
 
 
-def test_the_variants_keep_the_sliders_and_footer_and_drop_the_panels(tmp_path):
+def test_the_variants_keep_the_sliders_and_footer_and_drop_the_panels():
     from views import state
 
-    pages = lf.variants(tmp_path)
-    for name in ("no-panels", "no-explain"):
-        at = _run(pages[name], 10.0)
+    for name in lf.VARIANTS:
+        at = _run(10.0, name)
         k = at.select_slider(key="shape_k").value          # 10 snapped to the slider's grid
         assert abs(k - 10.0) < 0.5
         assert f"shape_k={state.format_value(k)}" in _footer(at)
         assert not at.get("plotly_chart") and not at.metric and not at.get("download_button")
     # The full page has what the variants lack.
-    full = _run(ROOT / "app.py", 10.0)
+    full = _run(10.0)
     assert full.get("plotly_chart") and full.metric
 
 
-def test_only_no_explain_swaps_the_model_call_for_the_cached_one(tmp_path):
-    pages = lf.variants(tmp_path)
-    no_explain, no_panels = pages["no-explain"].read_text(), pages["no-panels"].read_text()
-    assert lf.CACHED in no_explain and lf.EXPLAIN not in no_explain
-    assert lf.EXPLAIN in no_panels and lf.CACHED not in no_panels
-    assert lf.PANELS not in no_panels and lf.PANELS not in no_explain
+def test_no_explain_asks_for_the_trained_value_whatever_the_slider_says(monkeypatch):
+    from views import state
 
+    asked = []
+    original = state.get_result
 
-def test_a_changed_page_is_reported_not_measured(tmp_path, monkeypatch):
-    src = (ROOT / "views" / "explorer.py").read_text()
-    monkeypatch.setattr(lf, "PANELS", lf.PANELS + "    gone()\n")
-    assert lf.PANELS not in src
-    try:
-        lf.variants(tmp_path)
-    except RuntimeError as err:
-        assert "update bench/latency_floor.py" in str(err)
-    else:
-        raise AssertionError("variants() measured a page it could not build")
+    def spy(model, name, text, hyper, n_samples, seed):
+        asked.append(dict(hyper))
+        return original(model, name, text, hyper, n_samples, seed)
+
+    monkeypatch.setattr(state, "get_result", spy)
+    _run(10.0, "no-explain")
+    _run(10.0, "no-panels")
+    trained = 3.0                                              # bam-wc's card
+    assert asked[0]["shape_k"] == trained and abs(asked[1]["shape_k"] - 10.0) < 0.5

@@ -133,6 +133,18 @@ def test_entropies_by_hand() -> None:
     assert metrics.auroc(metrics.mutual_information(p), is_pos) == 0.5
 
 
+@pytest.mark.parametrize("shape", [(3,), (7, 2), (5, 4, 3)])
+def test_entropy_matches_scipy_along_the_last_axis(shape) -> None:
+    rng = np.random.default_rng(7)
+    p = rng.dirichlet(np.full(shape[-1], 0.5), size=shape[:-1])
+    p[..., 0] = 0.0                                   # a zero class: 0 log 0 = 0, not NaN
+    p /= p.sum(-1, keepdims=True)
+    h = metrics.entropy(p)
+    assert np.shape(h) == shape[:-1]
+    np.testing.assert_allclose(h, stats.entropy(p, axis=-1), rtol=1e-12, atol=1e-15)
+    assert metrics.entropy([0.0, 1.0]) == 0.0 and metrics.entropy([0.5, 0.5]) == pytest.approx(math.log(2))
+
+
 def test_entropy_decomposition_identity() -> None:
     rng = np.random.default_rng(4)
     samples = rng.dirichlet([0.7, 0.7, 0.7], size=(40, 16))

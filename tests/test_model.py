@@ -6,6 +6,7 @@ Built from the recipes with fresh (untrained) adapters, so these tests do not de
 import pytest
 import torch
 
+from bam_viz.attention import Mode, Trace
 from bam_viz.model import BamClassifier
 from bam_viz.train import loss_terms
 from bam_viz.zoo import RECIPES
@@ -81,7 +82,7 @@ def test_sliders_change_the_samples_not_the_weights(models):
     wide = m.explain(TEXT, 16, seed=0, shape_k=0.5)
     narrow = m.explain(TEXT, 16, seed=0, shape_k=500.0)
     assert wide.spread[3:].mean() > 5 * narrow.spread[3:].mean()
-    assert wide.hyper["shape_k"] == 0.5 and narrow.hyper["beta"] == RECIPES["bam-wc"].attention.beta
+    assert wide.hyper["shape_k"] == 0.5 and narrow.hyper["beta"] == RECIPES["bam-wc"].attention.hyper.beta
     assert all(torch.equal(v, before[k]) for k, v in m.state_dict().items())
     # beta moves only the prior: posterior draws are unchanged, prior draws are not.
     lo, hi = m.explain(TEXT, 16, seed=0, beta=1e-3), m.explain(TEXT, 16, seed=0, beta=1e3)
@@ -155,7 +156,7 @@ def test_a_beta_move_reuses_the_sampled_pass_and_nothing_else(models, monkeypatc
     m.clear_caches()
     sampled = []
     original = m.upper
-    monkeypatch.setattr(m, "upper", lambda *a, **k: (k.get("trace") == "samples" and sampled.append(k["hyper"]))
+    monkeypatch.setattr(m, "upper", lambda *a, **k: (k.get("trace") is Trace.SAMPLES and sampled.append(k["hyper"]))
                         or original(*a, **k))
     a = m.explain(TEXT, 6, seed=2, beta=0.5)
     b = m.explain(TEXT, 6, seed=2, beta=50.0)
@@ -175,7 +176,7 @@ def test_a_beta_move_reuses_the_sampled_pass_and_nothing_else(models, monkeypatc
         m.explain(**{"text": TEXT, "n_samples": 6, "seed": 2, "beta": 50.0, **kw})
         assert len(sampled) == 1, kw
     m.train()                                                   # weights may change: caches go
-    assert not m._sampled_cache and not m._lower_cache
+    assert not m.explain_cache.sampled and not m.explain_cache.lower
     m.eval()
 
 
@@ -199,7 +200,7 @@ def test_categorical_enumeration_equals_the_monte_carlo_limit(models):
     ids, mask = m.tokenizer.batch([TEXT])
     with torch.inference_mode():
         x, _ = m.lower(ids, mask)
-        log_marginal, log_pz, log_lik = m.upper(x, mask, mode="enumerate")
+        log_marginal, log_pz, log_lik = m.exact_log_marginal(x, mask)
     exact = log_marginal.exp()[0]
     torch.testing.assert_close(exact.sum(), torch.tensor(1.0))
     mc = m.predict_samples([TEXT], n_samples=4000, seed=0)[0].mean(0)
@@ -227,7 +228,7 @@ def test_training_loss_reaches_adapters_head_and_priors(models, name):
         assert grads["head.weight"].abs().sum() > 0
         # B starts at zero (Hu et al. 2022), so the first gradient reaches B, not A.
         assert any("lora_b" in n and g is not None and g.abs().sum() > 0 for n, g in grads.items())
-        if m.family in ("weibull", "lognormal", "dirichlet"):
+        if m.attention_family.learned_prior:
             assert kl > 0
             assert any("prior_net" in n and g is not None and g.abs().sum() > 0 for n, g in grads.items())
     finally:
@@ -277,7 +278,7 @@ def test_untiled_first_layer_draws_exactly_what_tiled_input_draws(models, name, 
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-@pytest.mark.parametrize("mode", ["sample", "mean"])
+@pytest.mark.parametrize("mode", [Mode.SAMPLE, Mode.MEAN])
 def test_top_layer_from_cls_alone_computes_what_every_row_computes(models, name, mode):
     """Without a trace, the top layer attends from [CLS] only. The logits must equal the full
     pass's, and the generator must end where the full pass leaves it (the same Monte Carlo stream
@@ -302,7 +303,7 @@ def test_top_layer_from_cls_alone_computes_what_every_row_computes(models, name,
         # categorical: its top layer is the latent alignment, a path of its own; softmax: every
         # layer is deterministic and runs in lower(), upper() has nothing to do.
         return
-    if name in ("bam-wc", "bam-lc") or mode == "mean":
+    if name in ("bam-wc", "bam-lc") or mode is Mode.MEAN:
         assert sliced_rows == 1          # the fast path did run
     elif name == "dirichlet":
         assert sliced_rows == ids.shape[1]   # Gamma rejection draws cannot be sliced by row
@@ -311,9 +312,9 @@ def test_top_layer_from_cls_alone_computes_what_every_row_computes(models, name,
 def test_lru_evicts_the_least_recently_used_and_survives_threads():
     import threading
 
-    from bam_viz.model import _LRU
+    from bam_viz.explain import LRU
 
-    c = _LRU(2)
+    c = LRU(2)
     c.put("a", 1), c.put("b", 2)
     assert c.get("a") == 1            # "a" is now the most recent
     c.put("c", 3)

@@ -6,7 +6,7 @@ import pytest
 from test_evaluate import FakePredictor
 
 from bam_viz import evaluate as ev
-from bam_viz.__main__ import main
+from bam_viz.cli import _jsonable, main
 from bam_viz.data import data_dir
 
 
@@ -14,10 +14,10 @@ def test_report_tables_from_saved_results(tmp_path, capsys):
     for name, salt in (("softmax", ""), ("bam-wc", "x")):
         for corpus in ("movies", "amazon"):
             r = ev.evaluate(FakePredictor(name, salt=salt), corpus, "test", n_samples=4, data=data_dir())
-            (tmp_path / f"{name}-{corpus}.json").write_text(json.dumps(ev._jsonable(r)))
+            (tmp_path / f"{name}-{corpus}.json").write_text(json.dumps(_jsonable(r)))
     # A dev-chosen inference setting, evaluated on movies only: a row in domain, none out of it.
     r = ev.evaluate(FakePredictor("bam-wc@shape_k=1", salt="y"), "movies", "test", n_samples=4, data=data_dir())
-    (tmp_path / "bam-wc-k1-movies.json").write_text(json.dumps(ev._jsonable(r)))
+    (tmp_path / "bam-wc-k1-movies.json").write_text(json.dumps(_jsonable(r)))
     (tmp_path / "notes.json").write_text("{}")  # not an evaluation: ignored
     assert main(["report", "--results", str(tmp_path), "--n-boot", "200"]) == 0
     out = capsys.readouterr().out
@@ -33,13 +33,6 @@ def test_report_tables_from_saved_results(tmp_path, capsys):
     assert "bam-wc@shape_k=1" not in ood
 
 
-@pytest.mark.parametrize("extra", [["--hyper", "shape_k=1"], ["--temperature", "dev"], ["--root", "runs/x"]])
-def test_a_card_never_gets_the_metrics_of_another_configuration(extra, capsys):
-    with pytest.raises(SystemExit):
-        main(["evaluate", "--model", "bam-wc", "--update-card", *extra])
-    assert "--update-card" in capsys.readouterr().err
-
-
 def test_seed_spread_table(tmp_path, capsys):
     files = []
     for name in ("softmax", "bam-wc"):
@@ -48,7 +41,7 @@ def test_seed_spread_table(tmp_path, capsys):
                             data=data_dir(), references=False)
             r["mc"]["accuracy"] = 0.80 + 0.01 * seed  # known values: mean 81.0, sd 1.0
             files.append(tmp_path / f"{name}-s{seed}.json")
-            files[-1].write_text(json.dumps(ev._jsonable(r)))
+            files[-1].write_text(json.dumps(_jsonable(r)))
     assert main(["report", "--seeds", *map(str, files)]) == 0
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines() if line.startswith("| softmax") or line.startswith("| bam-wc")]
@@ -57,6 +50,6 @@ def test_seed_spread_table(tmp_path, capsys):
     # no references: the ambiguity AUROC against the 562-sentence pool is absent, not invented
     assert all(r.rstrip().endswith("| – |") for r in rows)
     amazon = ev.evaluate(FakePredictor("x"), "amazon", "test", n_samples=2, data=data_dir(), references=False)
-    (tmp_path / "amazon.json").write_text(json.dumps(ev._jsonable(amazon)))
+    (tmp_path / "amazon.json").write_text(json.dumps(_jsonable(amazon)))
     with pytest.raises(SystemExit, match="movies test"):
         main(["report", "--seeds", str(tmp_path / "amazon.json")])

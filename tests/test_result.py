@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from bam_viz.attention import log_gamma_rsample, log_lognormal_rsample, log_weibull_rsample
+from bam_viz.families.sampling import log_gamma_rsample, log_lognormal_rsample, log_weibull_rsample
 from bam_viz.result import ExplainResult
 
 

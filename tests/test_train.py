@@ -4,7 +4,7 @@ import json
 
 import torch
 
-from bam_viz.__main__ import main
+from bam_viz.cli import main
 from bam_viz.zoo import load
 
 

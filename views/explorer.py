@@ -14,18 +14,14 @@ import streamlit as st
 
 import bam_viz
 from bam_viz import charts
-from bam_viz.attention import HYPER_RANGES
 from views import state
 
 ss = st.session_state
 PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
-HYPER_LABEL = {
-    "shape_k": "shape_k · Weibull shape k (log scale)",
-    "sigma": "sigma · Lognormal σ",
-    "beta": "beta · Gamma prior rate β (log scale)",
-    "concentration": "concentration · Dirichlet α₀ (log scale)",
-}
 _rng = random.Random()
+# Views for bench/latency_floor.py alone, chosen by the URL parameter `bench`: the page without its
+# panels (sliders, explain() and the footer), and the same with explain() answered from the cache.
+BENCH_VARIANTS = ("no-panels", "no-explain")
 
 
 def _set(key: str, value) -> None:
@@ -87,15 +83,15 @@ def sync_hyper_to_model(model) -> None:
         return
     first = "_hyper_model" not in ss
     from_url = ss.get("_hyper_from_url", set()) if first else set()
-    for name in HYPER_RANGES:
+    for name in state.SLIDERS:
         if name not in from_url or name not in ss:
             ss[name] = state.default_hyper(name, model)
     ss["_hyper_model"] = model.name
 
 
 def hyper_controls(model) -> None:
-    applies = [h for h in HYPER_RANGES if h in model.hyper_names]
-    others = [h for h in HYPER_RANGES if h not in model.hyper_names]
+    applies = [h for h in state.SLIDERS if h in model.hyper_names]
+    others = [h for h in state.SLIDERS if h not in model.hyper_names]
     if applies:
         st.markdown("**Attention hyperparameters**")
     else:
@@ -116,8 +112,8 @@ def hyper_slider(name: str, model, enabled: bool) -> None:
     reason = None if enabled else f"Not used by {model.name} ({model.family} attention)."
     slider_col, reset_col = st.columns([5, 1], vertical_alignment="bottom")
     slider_col.select_slider(
-        HYPER_LABEL[name], options=options, key=name, format_func=state.format_value,
-        disabled=not enabled, help=reason or state.HYPER_HELP[name], persist_state="session",
+        state.SLIDERS[name].label, options=options, key=name, format_func=state.format_value,
+        disabled=not enabled, help=reason or state.SLIDERS[name].help, persist_state="session",
     )
     reset_col.button("", key=f"reset_{name}", on_click=_set, icon=":material/restart_alt:",
                      args=(name, state.snap(float(trained), options) if trained is not None else None),
@@ -242,7 +238,7 @@ def render_marker(values: dict, started: float) -> None:
     """A visible footer that names the view and the server's time on it; its run counter is what
     the latency benchmark waits for, and the time lets it split server from browser."""
     ss["_runs"] = ss.get("_runs", 0) + 1
-    hyper = " · ".join(f"{k}={state.format_value(values[k])}" for k in HYPER_RANGES if k in values)
+    hyper = " · ".join(f"{k}={state.format_value(values[k])}" for k in state.SLIDERS if k in values)
     server_ms = 1000 * (time.perf_counter() - started)
     with st.container(key="render_marker"):
         st.caption(f"view {ss['_runs']} · model {values['model']} · {hyper or 'no hyperparameters'} · "
@@ -288,17 +284,23 @@ def live_view(model, name: str) -> None:
 
     text = ss.get("text", "")
     values = {"text": text, "model": name, "n_samples": ss["n_samples"], "seed": ss["seed"],
-              **{h: float(ss[h]) for h in model.hyper_names if h in HYPER_RANGES}}
+              **{h: float(ss[h]) for h in model.hyper_names}}
     state.write_query_params(state.MAIN_KEYS, values)
     if not text.strip():
         st.info("Type a sentence above, or pick an example, to see how the model reads it.")
         return
-    hyper = tuple((h, float(ss[h])) for h in model.hyper_names if h in HYPER_RANGES)
+    hyper = tuple((h, float(ss[h])) for h in model.hyper_names)
+    variant = st.query_params.get("bench")
+    if variant == "no-explain":   # the sliders still move; explain() answers from its cache
+        hyper = tuple((h, float(model.trained_hyper[h])) for h in model.hyper_names)
     n_samples, seed = (ss["n_samples"], ss["seed"]) if model.stochastic else (1, 0)
     try:
         result = state.get_result(model, name, text, hyper, n_samples, seed)
     except ValueError as err:
         st.info(f"{err}")
+        return
+    if variant in BENCH_VARIANTS:
+        render_marker(values, started)
         return
     for note in result.notes:
         (st.warning if result.truncated and "longer" in note else st.info)(note)

@@ -12,7 +12,7 @@ import math
 import streamlit as st
 
 import bam_viz
-from bam_viz.attention import HYPER_RANGES
+from bam_viz import families
 
 DEFAULT_MODEL = "bam-wc"
 DEFAULT_N_SAMPLES = 32
@@ -26,15 +26,11 @@ EXAMPLES = {
     "negated": "This is not a bad movie at all.",
 }
 DEFAULT_TEXT = EXAMPLES["mixed"]
+# Every family's slider hyperparameters (range, scale, label, help), each name once.
+SLIDERS = {spec.name: spec for spec in families.all_slider_specs()}
 # Keys written by the main script; the inspection fragment writes its own (PICTURE_KEYS).
-MAIN_KEYS = ("text", "model", *HYPER_RANGES, "n_samples", "seed")
+MAIN_KEYS = ("text", "model", *SLIDERS, "n_samples", "seed")
 PICTURE_KEYS = ("layer", "head", "query_token", "key_token")
-HYPER_HELP = {
-    "shape_k": "Weibull shape k: larger k gives less random attention (k → ∞ is plain softmax).",
-    "sigma": "Lognormal σ: larger σ gives more random attention.",
-    "beta": "Rate β of the Gamma prior: how tightly the prior holds each score near its mean.",
-    "concentration": "Dirichlet concentration: larger values keep samples close to the mean.",
-}
 
 
 # ---- cached work --------------------------------------------------------------------------------
@@ -96,8 +92,9 @@ def _round(x: float) -> float:
 
 def hyper_options(name: str, trained: float | None) -> list[float]:
     """The values a hyperparameter slider offers: a log (or linear) grid, plus the trained value."""
-    lo, hi, scale = HYPER_RANGES[name]
-    if scale == "log":
+    spec = SLIDERS[name]
+    lo, hi = spec.low, spec.high
+    if spec.scale == "log":
         n = max(2, round(GRID_PER_DECADE * math.log10(hi / lo)) + 1)
         grid = [_round(10 ** (math.log10(lo) + i * (math.log10(hi) - math.log10(lo)) / (n - 1)))
                 for i in range(n)]
@@ -132,10 +129,7 @@ def dev_calibrated(model, name: str) -> float | None:
 def default_hyper(name: str, model) -> float:
     """The trained value where the model has one, else the middle of the range (log middle for log)."""
     trained = model.trained_hyper.get(name)
-    if trained is not None:
-        return float(trained)
-    lo, hi, scale = HYPER_RANGES[name]
-    return math.sqrt(lo * hi) if scale == "log" else (lo + hi) / 2
+    return float(trained) if trained is not None else SLIDERS[name].middle
 
 
 # ---- the URL round trip -------------------------------------------------------------------------
@@ -168,8 +162,8 @@ def load_query_params(models: list[str]) -> None:
         ss["text"] = qp["text"]
     if qp.get("model") in models:
         ss["model"] = qp["model"]
-    for name, (lo, hi, _) in HYPER_RANGES.items():
-        if name in qp and (x := _float(qp[name], lo, hi)) is not None:
+    for name, spec in SLIDERS.items():
+        if name in qp and (x := _float(qp[name], spec.low, spec.high)) is not None:
             ss[name] = x
             ss.setdefault("_hyper_from_url", set()).add(name)
     for name, (lo, hi) in (("n_samples", N_SAMPLES_RANGE), ("seed", SEED_RANGE)):

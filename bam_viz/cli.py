@@ -1,0 +1,222 @@
+"""`python -m bam_viz {train, evaluate, report, bench}`: the options of every subcommand, and dispatch.
+
+Each subcommand's run function takes the parsed options: `train.train`, `run_evaluate` (here),
+`report.run_report` and `bench.run_bench`. `run_evaluate` lives here because what it adds to
+`evaluate.evaluate` is command-line business: building a predictor from the options (a model or
+VADER, inference hyperparameters, a temperature), printing summaries and writing JSON files.
+Modules that pull in torch are imported inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from bam_viz.data import CORPORA, SPLITS
+from bam_viz.evaluate import IN_DOMAIN, evaluate, summary, temperature_from_dev
+from bam_viz.predictors import (
+    MemoPredictor,
+    ModelPredictor,
+    Predictor,
+    TemperedPredictor,
+    VaderPredictor,
+)
+
+DESCRIPTION = "python -m bam_viz {train, evaluate, report, bench}"
+
+
+def parse_assignments(items: list[str]) -> dict[str, float]:
+    """["shape_k=3", "beta=0.5"] -> {"shape_k": 3.0, "beta": 0.5}, for the CLI's hyperparameter options."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        try:
+            if not sep or not key.strip():
+                raise ValueError
+            out[key.strip()] = float(value)
+        except ValueError:
+            raise SystemExit(f"expected NAME=VALUE with a number, got {item!r}") from None
+    return out
+
+
+def add_train_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Options of `python -m bam_viz train`."""
+    from bam_viz.train import DEFAULTS
+    from bam_viz.zoo import PRETRAINED, RECIPES, SHARED_WEIGHTS
+
+    p.add_argument("--model", required=True, choices=[n for n in RECIPES if n not in SHARED_WEIGHTS])
+    p.add_argument("--data", default=None, help="corpus folder (default: BAM_VIZ_DATA or ../shared/...)")
+    p.add_argument("--out", default=str(PRETRAINED), help="folder that receives <model>/")
+    p.add_argument("--limit", type=int, default=None, help="train on the first N sentences (smoke tests)")
+    p.add_argument("--targets", choices=["hard", "soft"], default="hard",
+                   help="hard: the clear sentences' labels; soft: the share of raters who said positive")
+    p.add_argument("--attention", action="append", default=[], metavar="NAME=VALUE",
+                   help="override a hyperparameter of the recipe's attention, e.g. shape_k=3 (repeatable)")
+    for k, v in DEFAULTS.items():
+        p.add_argument(f"--{k.replace('_', '-')}", type=type(v), default=v)
+    return p
+
+
+def add_evaluate_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Options of `python -m bam_viz evaluate`."""
+    p.add_argument("--model", required=True, help='"vader" for the rule-based baseline, else a bam_viz model')
+    p.add_argument("--corpus", choices=[*sorted(CORPORA), "all"], default=IN_DOMAIN,
+                   help='"all" runs the four corpora in one process, sharing the reference sentences')
+    p.add_argument("--split", choices=[*SPLITS, "all"], default="test")
+    p.add_argument("--samples", type=int, default=32, help="attention samples per sentence (S)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--data", default=None, help="folder of the corpora (default: $BAM_VIZ_DATA or ../shared)")
+    p.add_argument("--no-references", dest="references", action="store_false",
+                   help="score only the chosen split (no ambiguous pool, no movie test reference): "
+                        "for sweeps on dev that must never predict a test sentence")
+    p.add_argument("--root", default=None,
+                   help="folder holding <model>/card.json (default: the shipped pretrained/)")
+    p.add_argument("--hyper", action="append", default=[], metavar="NAME=VALUE",
+                   help="inference-time attention override, e.g. shape_k=3 (repeatable)")
+    p.add_argument("--temperature", default=None, metavar="T|dev",
+                   help="temperature scaling of every sample's probabilities: a number, or 'dev' to "
+                        "fit T by NLL on the movies dev split first (Guo et al. 2017)")
+    p.add_argument("--json", default=None, metavar="OUT",
+                   help="write the full results here ({corpus} in the name is replaced per corpus)")
+    p.add_argument("--update-card", action="store_true",
+                   help="store the headline metrics in pretrained/<model>/card.json")
+    return p
+
+
+def add_bench_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Options of `python -m bam_viz bench`."""
+    p.add_argument("--model", default="bam-wc")
+    p.add_argument("--samples", type=int, default=32)
+    p.add_argument("--repeats", type=int, default=30)
+    p.add_argument("--tokens", type=int, default=24, help="sentence length in word pieces, [CLS]/[SEP] included")
+    p.add_argument("--json", default=None, help="also write the figures to this file")
+    return p
+
+
+def add_report_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Options of `python -m bam_viz report`."""
+    p.add_argument("--results", default="results", help="folder of evaluate --json outputs")
+    p.add_argument("--baseline", default="softmax")
+    p.add_argument("--n-boot", type=int, default=2000)
+    p.add_argument("--seeds", nargs="+", default=None, metavar="JSON",
+                   help="instead: the spread over training seeds, from movies-test evaluate --json files "
+                        "of the same models trained with different seeds (grouped by model name)")
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of `python -m bam_viz`: global options, then one subcommand."""
+    parser = argparse.ArgumentParser(prog="python -m bam_viz", description=DESCRIPTION)
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_train_args(sub.add_parser("train", help="fine-tune a zoo model and write pretrained/<name>/"))
+    add_evaluate_args(sub.add_parser("evaluate", help="accuracy, NLL, Brier, ECE, AUROCs, Spearman on a corpus split"))
+    add_bench_args(sub.add_parser("bench", help="explain() latency and batched-sampling speed-ups"))
+    add_report_args(sub.add_parser("report", help="README tables from saved evaluate --json results"))
+    return parser
+
+
+def _jsonable(value: Any) -> Any:
+    # NaN (an undefined AUROC or correlation) is not JSON; null is.
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _predictor(args: argparse.Namespace) -> Predictor:
+    if args.model == "vader":
+        return VaderPredictor()
+    from bam_viz import zoo  # lazily: loading a model pulls in torch and the weights
+
+    hyper = parse_assignments(getattr(args, "hyper", []))
+    root = getattr(args, "root", None)
+    model = zoo.load(args.model, root=Path(root)) if root else zoo.load(args.model)
+    return ModelPredictor(model, **hyper)
+
+
+def run_evaluate(args: argparse.Namespace) -> list[dict]:
+    """Run `evaluate` from parsed CLI options, print the summaries, and optionally write JSON."""
+    predictor = _predictor(args)
+    temperature, fitted_on = getattr(args, "temperature", None), None
+    if temperature is not None:
+        if temperature == "dev":
+            temperature, n_dev = temperature_from_dev(predictor, args.samples, args.seed, args.data,
+                                                      getattr(args, "batch_size", 64))
+            fitted_on = f"movies dev, {n_dev} clear sentences, NLL of the mc predictive"
+            print(f"temperature fitted on movies dev: T = {temperature:.4f}")
+        else:
+            try:
+                temperature = float(temperature)
+            except ValueError:
+                raise SystemExit(f"--temperature takes a number or 'dev', got {temperature!r}") from None
+        predictor = TemperedPredictor(predictor, temperature)
+    predictor = MemoPredictor(predictor)
+    corpora = [IN_DOMAIN, *sorted(c for c in CORPORA if c != IN_DOMAIN)] if args.corpus == "all" else [args.corpus]
+    if args.json and len(corpora) > 1 and "{corpus}" not in args.json:
+        raise SystemExit("--corpus all needs {corpus} in the --json file name")
+    all_results = []
+    for corpus in corpora:
+        results = evaluate(
+            predictor,
+            corpus=corpus,
+            split=args.split,
+            n_samples=args.samples,
+            seed=args.seed,
+            data=args.data,
+            batch_size=getattr(args, "batch_size", 64),
+            references=getattr(args, "references", True),
+        )
+        if temperature is not None:
+            results["temperature"] = {"T": temperature, "fitted_on": fitted_on}
+        print(summary(results))
+        if args.json:
+            out = Path(args.json.replace("{corpus}", corpus))
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(_jsonable(results), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+        all_results.append(results)
+    return all_results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parser.parse_args(argv)
+    args.argv = argv  # the command a card records
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    if args.command == "train":
+        from bam_viz.train import train
+
+        args.attention = parse_assignments(args.attention)
+        print(train(args))
+    elif args.command == "evaluate":
+        # A card describes the trained configuration; metrics of any other setting must not land there.
+        if args.update_card and (args.hyper or args.temperature is not None or args.root):
+            parser.error("--update-card stores the trained configuration's metrics: "
+                         "not with --hyper, --temperature or --root")
+        results = run_evaluate(args)
+        if args.update_card:
+            from bam_viz.zoo import update_card_metrics
+
+            for result in results:
+                update_card_metrics(args.model, result)
+    elif args.command == "report":
+        from bam_viz.report import run_report
+
+        print(run_report(args))
+    elif args.command == "bench":
+        from bam_viz.bench import run_bench
+
+        print(json.dumps(run_bench(args), indent=2))
+    return 0

@@ -1,0 +1,197 @@
+"""explain(): everything the explorer draws for one sentence, and the caches that make a slider
+move cheap.
+
+One model serves every session of the app, so the caches are shared and locked. They are keyed by
+text and settings, not by weights: `BamClassifier.clear_caches()` (called by `train()` and
+`merge_adapters()`) empties them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+
+import torch
+
+from bam_viz.attention import Mode, Trace
+from bam_viz.families import Hyper
+from bam_viz.result import ExplainResult
+from bam_viz.task import CLASSES
+
+
+class LRU:
+    """A small least-recently-used cache; reads and writes take a lock (sessions are threads)."""
+
+    def __init__(self, maxsize: int):
+        self.maxsize, self._items, self._lock = maxsize, OrderedDict(), threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is not None:
+                self._items.move_to_end(key)
+            return hit
+
+    def put(self, key, value):
+        with self._lock:
+            self._items[key] = value
+            while len(self._items) > self.maxsize:
+                self._items.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class ExplainCache:
+    """Per text: tokens and the states below the first stochastic layer. Per (text, S, seed, the
+    posterior's hyperparameters): the S-sample pass, which at 128 tokens holds ~75 MB."""
+
+    def __init__(self, lower_entries: int = 64, sampled_entries: int = 2):
+        self.lower = LRU(lower_entries)
+        self.sampled = LRU(sampled_entries)
+
+    def clear(self) -> None:
+        self.lower.clear()
+        self.sampled.clear()
+
+
+class PriorDraws:
+    """explain()'s attention drawn from the prior, made one (layer, head) at a time, on demand.
+
+    A chart shows one head, so a slider move draws S x T x T prior variables instead of
+    S x L x H x T x T (drawing every head's Gamma prior would cost a quarter of explain()).
+    Every (layer, head) has a generator of its own, seeded from (seed, layer, head): the numbers
+    do not depend on which heads were asked for before, or in what order. `eager` holds layers whose
+    "prior draws" cost nothing (deterministic layers, softmax, a hard alignment); `lazy` maps a
+    stochastic layer to the prior's log pi per sample, (S, H, 1, T).
+    """
+
+    def __init__(self, eager: dict, lazy: dict, seed: int, family, hyper: Hyper):
+        self.eager, self.lazy, self.seed, self.family, self.hyper = eager, lazy, seed, family, hyper
+
+    @staticmethod
+    def stream_seed(seed: int, layer: int, head: int) -> int:
+        digest = hashlib.sha256(f"prior-draws:{seed}:{layer}:{head}".encode()).digest()
+        return int.from_bytes(digest[:8], "little") >> 1          # 63 bits: any torch seed
+
+    def __call__(self, layer: int, head: int) -> torch.Tensor:
+        """(S, T, T) attention weights drawn from the prior in one layer and head."""
+        if layer in self.eager:
+            return self.eager[layer][:, head]
+        log_pi = self.lazy[layer][:, head : head + 1]                    # (S, 1, 1, T)
+        S, T = log_pi.shape[0], log_pi.shape[-1]
+        g = torch.Generator(device=log_pi.device).manual_seed(self.stream_seed(self.seed, layer, head))
+        with torch.inference_mode():
+            w = self.family.sample_prior(log_pi.expand(S, 1, T, T), self.hyper, None, g)
+        return w[:, 0].float().cpu()
+
+
+def _lower_states(model, text: str):
+    """Tokens and the deterministic states below the first stochastic layer, cached per text."""
+    hit = model.explain_cache.lower.get(text)
+    if hit is None:
+        ids, tokens, truncated = model.tokenizer.encode(text)
+        ids_t = torch.tensor([ids], device=model.device)
+        mask = torch.ones_like(ids_t, dtype=torch.bool)
+        x, traces = model.lower(ids_t, mask, trace=Trace.FULL)
+        hit = model.explain_cache.lower.put(text, (tokens, truncated, ids_t, mask, x, traces))
+    return hit
+
+
+@torch.inference_mode()
+def explain(model, text: str, n_samples: int = 32, seed: int = 0, hyper: Hyper | None = None) -> ExplainResult:
+    """The `ExplainResult` of `model` on one sentence: S attention samples from a generator seeded
+    with `seed` (consumed exactly as `predict` consumes it), the mean-attention pass, the prior,
+    KL and the distributions' parameters per layer. `hyper`: the model's hyperparameters with
+    any overrides (`model.hyper(...)`); None is the trained values."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("text is empty: type a sentence")
+    if n_samples < 1:
+        raise ValueError("n_samples must be at least 1")
+    hyper = model.hyper() if hyper is None else hyper
+    model.eval()
+    family = model.attention_family
+    stochastic_layers = model.config.stochastic_layers
+    tokens, truncated, ids, mask, x, lower_traces = _lower_states(model, text)
+    S = n_samples
+    # The S-sample pass (most of explain's time) does not read the prior's hyperparameters, so
+    # moving beta reuses it and recomputes only the one-row mean pass and the prior's draws.
+    key = (text, S, seed, hyper.posterior_part())
+    hit = model.explain_cache.sampled.get(key)
+    if hit is None:
+        g = torch.Generator(device=model.device).manual_seed(seed)
+        logits, traces, _ = model.upper(x, mask, n_samples=S, generator=g, hyper=hyper, trace=Trace.SAMPLES)
+        hit = model.explain_cache.sampled.put(key, (logits, traces))
+    logits, traces = hit
+    mf_logits, mf_traces, _ = model.upper(x, mask, mode=Mode.MEAN, hyper=hyper, trace=Trace.STATS)
+    sample_probs = logits.softmax(-1).float()                                   # (S, 2)
+
+    has_prior = family.stochastic    # a deterministic family has no prior: prior panels repeat the posterior
+    alias = {} if has_prior else {"prior_weights": "mean_weights", "prior_sample_weights": "weights"}
+
+    # Prior draws are made when a chart asks for them, one (layer, head) at a time (PriorDraws);
+    # the sampled pass above drew only the posterior's numbers, as predict() does.
+    lazy_prior = {i: t.prior_log_probs for i, t in enumerate(traces, start=len(lower_traces))
+                  if has_prior and i in stochastic_layers and t.prior_log_probs is not None}
+
+    def layer_rows(attr, sampled, skip=()):
+        attr = alias.get(attr, attr)
+        rows = []
+        for t in lower_traces:
+            w = t.mean_weights[0]
+            rows.append(w.expand(S, *w.shape) if sampled else w)
+        for i, (t, mf) in enumerate(zip(traces, mf_traces, strict=True), start=len(lower_traces)):
+            if i in skip:
+                rows.append(None)
+            elif sampled:
+                w = getattr(t, attr) if i in stochastic_layers else t.mean_weights
+                rows.append(w if w.shape[0] == S else w.expand(S, *w.shape[1:]))
+            else:
+                rows.append(getattr(mf, attr)[0])
+        return rows
+
+    def per_layer(attr, sampled):
+        return torch.stack(layer_rows(attr, sampled), 1 if sampled else 0).float().cpu()
+
+    eager_prior = {i: w.float().cpu() for i, w in
+                   enumerate(layer_rows("prior_sample_weights", True, skip=lazy_prior)) if w is not None}
+    prior_draws = PriorDraws(eager_prior, lazy_prior, seed, family, hyper)
+
+    kl = torch.stack([torch.zeros_like(t.kl[0]) for t in lower_traces]
+                     + [mf.kl[0] for mf in mf_traces]).float().cpu()
+    post, prior = {}, {}
+    if family.has_density:
+        for name in mf_traces[0].posterior_params:
+            post[name] = _stack_params(lower_traces, mf_traces, "posterior_params", name)
+        for name in mf_traces[0].prior_params:
+            prior[name] = _stack_params(lower_traces, mf_traces, "prior_params", name)
+    notes = []
+    if truncated:
+        notes.append(f"The text was longer than this model's maximum of {model.max_tokens} tokens; "
+                     f"only the first {model.max_tokens - 2} word pieces were used.")
+    if not has_prior:
+        notes.append("This model has no attention prior: prior panels repeat the posterior.")
+    return ExplainResult(
+        text=model.tokenizer.decode(ids[0].tolist()) if truncated else text,
+        tokens=tokens, classes=list(CLASSES), model_name=model.name, family=model.family,
+        stochastic_layers=list(stochastic_layers) if model.stochastic else [],
+        hyper=dict(hyper), n_samples=S, seed=seed, truncated=truncated,
+        sample_weights=per_layer("weights", True), mean_weights=per_layer("mean_weights", False),
+        prior_weights=per_layer("prior_weights", False), prior_sampler=prior_draws, kl=kl,
+        sample_probs=sample_probs.cpu(), mc_probs=sample_probs.mean(0).cpu(),
+        mean_field_probs=mf_logits.softmax(-1)[0].float().cpu(),
+        posterior_params=post, prior_params=prior, notes=notes,
+    )
+
+
+def _stack_params(lower_traces, mf_traces, attr, name):
+    """(L, H, T, T) parameters; zeros in deterministic layers, which have no distribution
+    (`ExplainResult.key_densities` answers None there)."""
+    rows = [getattr(mf, attr)[name][0] for mf in mf_traces]
+    return torch.stack([torch.zeros_like(rows[0])] * len(lower_traces) + rows).float().cpu()

@@ -1,0 +1,73 @@
+"""BAM-W: Weibull attention scores with a Gamma prior (Fan et al. 2020, secs. 3.2-3.3).
+
+  q:      S_ij ~ Weibull(k, lambda_ij),  lambda_ij = softmax_j(psi_ij) / Gamma(1 + 1/k),
+          so that E_q[S_ij] = lambda_ij Gamma(1 + 1/k) = softmax_j(psi_ij)
+  prior:  S_ij ~ Gamma(beta pi_j, rate beta),  so that E_p[S_ij] = pi_j
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch.distributions import Gamma, Weibull
+
+from bam_viz.families.base import AttentionFamily, CellStatistics, HyperSpec
+from bam_viz.families.sampling import log_gamma_rsample, log_weibull_rsample, masked_log_softmax, normalize_log
+from bam_viz.kl import kl_weibull_gamma
+
+
+class WeibullFamily(AttentionFamily):
+    name = "weibull"
+    label = "Weibull (BAM-W)"
+    source = "Fan et al. 2020, sec. 3"
+    learned_prior = True
+    has_density = True
+    row_sliceable = True
+    hyper_specs = (
+        HyperSpec("shape_k", 10.0, 0.2, 1000.0, "log", "shape_k · Weibull shape k (log scale)",
+                  "Weibull shape k: larger k gives less random attention (k → ∞ is plain softmax)."),
+        HyperSpec("beta", 1.0, 1e-4, 1e4, "log", "beta · Gamma prior rate β (log scale)",
+                  "Rate β of the Gamma prior: how tightly the prior holds each score near its mean.",
+                  prior_only=True),
+    )
+
+    @staticmethod
+    def log_scale(log_p: torch.Tensor, shape_k: float) -> torch.Tensor:
+        """log lambda_ij = log softmax_j(psi_ij) - log Gamma(1 + 1/k) (BAM sec. 3.2)."""
+        return log_p - math.lgamma(1 + 1 / shape_k)
+
+    def sample(self, log_p, hyper, mask, generator, drawn_rows=None):
+        k = hyper.shape_k
+        return normalize_log(log_weibull_rsample(self.log_scale(log_p, k), k, generator, drawn_rows), mask)
+
+    def sample_prior(self, log_pi, hyper, mask, generator):
+        # S ~ Gamma(beta * pi, beta): the rate cancels in the normalisation.
+        return normalize_log(log_gamma_rsample(math.log(hyper.beta) + log_pi, generator), mask)
+
+    def statistics(self, log_p, log_pi, valid, hyper):
+        k, beta = hyper.shape_k, hyper.beta
+        log_scale = self.log_scale(log_p, k)
+        log_alpha = math.log(beta) + log_pi
+        kl = kl_weibull_gamma(log_scale, k, log_alpha.exp().clamp_min(1e-38), beta)
+        return CellStatistics(
+            kl,
+            posterior={"shape_k": torch.full_like(log_p, k), "scale": log_scale.exp()},
+            prior={"alpha": log_alpha.exp().expand_as(log_p), "beta": torch.full_like(log_p, beta)},
+        )
+
+    def posterior(self, scores, hyper, mask=None):
+        scale = torch.exp(self.log_scale(masked_log_softmax(scores, mask), hyper.shape_k))
+        return Weibull(scale.clamp_min(torch.finfo(scale.dtype).tiny), torch.full_like(scale, hyper.shape_k))
+
+    def prior(self, prior_logits, hyper, mask=None):
+        log_pi = masked_log_softmax(prior_logits, mask)
+        alpha = (hyper.beta * log_pi.exp()).clamp_min(torch.finfo(log_pi.dtype).tiny)
+        return Gamma(alpha, torch.full_like(alpha, hyper.beta))
+
+    def key_marginals(self, posterior_row, prior_row, key):
+        from scipy import stats
+
+        q = stats.weibull_min(c=float(posterior_row["shape_k"][key]), scale=float(posterior_row["scale"][key]))
+        p = stats.gamma(a=float(prior_row["alpha"][key]), scale=1 / float(prior_row["beta"][key]))
+        return q, p

@@ -1,0 +1,67 @@
+"""explain() on the shipped models equals a stored reference made before the family registry
+existed (tests/data/explain_reference.*, written by explain(n_samples=4, seed=3) on the code of
+that time): the structure of the library may change, the numbers it gives may not."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+import bam_viz
+
+DATA = Path(__file__).resolve().parent / "data"
+REFERENCE = json.loads((DATA / "explain_reference.json").read_text())
+TENSORS = load_file(str(DATA / "explain_reference.safetensors"))
+ATOL = 1e-6
+# Probabilities, weights and their spread lie in [0, 1]: equal within ATOL. KL, the distributions'
+# parameters and densities are unbounded float32 numbers whose last bits depend on the reduction
+# order (torch's thread count): equal within a relative 1e-5, about 80 float32 ulps.
+BOUNDED = ("sample_probs", "mean_field_probs", "mean_weights", "prior_weights", "sample_weights",
+           "prior_draws", "spread")
+
+
+def _current(r) -> dict[str, torch.Tensor]:
+    last = r.mean_weights.shape[0] - 1
+    out = {
+        "sample_probs": r.sample_probs, "mean_field_probs": r.mean_field_probs, "kl": r.kl,
+        "mean_weights": r.mean_weights[:, :2], "prior_weights": r.prior_weights[:, :2],
+        "sample_weights": r.sample_weights[:, :, :2], "prior_draws": r.prior_draws(last, 1), "spread": r.spread,
+        **{f"post.{k}": v[:, :2] for k, v in r.posterior_params.items()},
+        **{f"prior.{k}": v[:, :2] for k, v in r.prior_params.items()},
+    }
+    d = r.key_densities(last, 0, 0, 1)
+    if d is not None:
+        out |= {f"density.{k}": torch.as_tensor(d[k]) for k in ("x", "posterior", "prior")}
+    return out
+
+
+@pytest.fixture(autouse=True)
+def reference_threads():
+    """The reference's thread count: float32 reductions split over another count of threads differ
+    in their last bits (1e-6 in a weight), which would hide what this test is for."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(REFERENCE["torch_threads"])
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("i", range(len(REFERENCE["cases"])),
+                         ids=[f"{c['model']}-{i}" for i, c in enumerate(REFERENCE["cases"])])
+def test_explain_equals_the_stored_reference(i):
+    case = REFERENCE["cases"][i]
+    r = bam_viz.load(case["model"]).explain(case["text"], n_samples=4, seed=3, **case["hyper"])
+    assert r.tokens == case["tokens"] and r.family == case["family"]
+    assert r.stochastic_layers == case["stochastic_layers"] and r.notes == case["notes"]
+    assert r.hyper == case["hyper_out"]
+    for name in ("gap", "mutual_information", "expected_entropy", "predictive_entropy"):
+        assert getattr(r, name) == pytest.approx(case[name], abs=ATOL), name
+    current = _current(r)
+    stored = {k.split(".", 1)[1]: v for k, v in TENSORS.items() if k.startswith(f"{i}.")}
+    assert set(current) == set(stored)
+    for name, ref in stored.items():
+        rtol = 0 if name in BOUNDED else 1e-5
+        torch.testing.assert_close(current[name].float(), ref, atol=ATOL, rtol=rtol, msg=name)
