@@ -92,7 +92,7 @@ class PriorDraws:
         return w[:, 0].float().cpu()
 
 
-def _lower_states(model, text: str):
+def lower_states(model, text: str):
     """Tokens and the deterministic states below the first stochastic layer, cached per text."""
     hit = model.explain_cache.lower.get(text)
     if hit is None:
@@ -118,7 +118,7 @@ def explain(model, text: str, n_samples: int = 32, seed: int = 0, hyper: Hyper |
     model.eval()
     family = model.attention_family
     stochastic_layers = model.config.stochastic_layers
-    tokens, truncated, ids, mask, x, lower_traces = _lower_states(model, text)
+    tokens, truncated, ids, mask, x, lower_traces = lower_states(model, text)
     S = n_samples
     # The S-sample pass (most of explain's time) does not read the prior's hyperparameters, so
     # moving beta reuses it and recomputes only the one-row mean pass and the prior's draws.

@@ -382,45 +382,30 @@ def oracle_weights(name, dist, n, seed, mask):
 @pytest.mark.parametrize("name", STOCHASTIC)
 @pytest.mark.parametrize("where", ["default", "middle"])
 @pytest.mark.parametrize("masked", [False, True])
-def test_sample_agrees_with_the_torch_posterior(name, where, masked):
+@pytest.mark.parametrize("side", ["posterior", "prior"])
+def test_samplers_agree_with_their_torch_distributions(name, where, masked, side):
+    """`sample` follows `posterior(...)` and `sample_prior` follows `prior(...)`: the torch
+    objects are the oracle. The comparison can fail: draws at another value of a hyperparameter
+    that side reads are told apart."""
     fam, mask = families.get(name), (MASK if masked else None)
     h = hyper_at(fam, where)
-    s = scores_row(seed=3)
-    log_p = masked_log_softmax(s, mask)
-    ours = fam.sample(log_p.expand(N_ORACLE, -1), h, mask, torch.Generator().manual_seed(10))
+    posterior = side == "posterior"
+    logits = scores_row(seed=3 if posterior else 4)
+    log_p = masked_log_softmax(logits, mask).expand(N_ORACLE, -1)
+    draw = fam.sample if posterior else fam.sample_prior
+    seed = 10 if posterior else 12
+    ours = draw(log_p, h, mask, torch.Generator().manual_seed(seed))
     assert torch.isfinite(ours).all()
     torch.testing.assert_close(ours.sum(-1), torch.ones(N_ORACLE, dtype=ours.dtype))
     if masked:
         assert (ours[:, ~MASK] == 0).all()
-    oracle = oracle_weights(name, fam.posterior(s, h, mask), N_ORACLE, 11, mask)
-    assert_same_law(ours, oracle, name)
-    # The comparison can fail: draws at another posterior hyperparameter are told apart.
-    for spec in fam.hyper_specs:
-        if not spec.prior_only:
-            other = h.replace(**{spec.name: h[spec.name] * 8})
-            wrong = fam.sample(log_p.expand(N_ORACLE, -1), other, mask, torch.Generator().manual_seed(10))
-            assert_same_law(wrong, oracle, name, expect_same=False)
-
-
-@pytest.mark.parametrize("name", STOCHASTIC)
-@pytest.mark.parametrize("where", ["default", "middle"])
-@pytest.mark.parametrize("masked", [False, True])
-def test_sample_prior_agrees_with_the_torch_prior(name, where, masked):
-    fam, mask = families.get(name), (MASK if masked else None)
-    h = hyper_at(fam, where)
-    logits = scores_row(seed=4)
-    log_pi = masked_log_softmax(logits, mask)
-    ours = fam.sample_prior(log_pi.expand(N_ORACLE, -1), h, mask, torch.Generator().manual_seed(12))
-    assert torch.isfinite(ours).all()
-    torch.testing.assert_close(ours.sum(-1), torch.ones(N_ORACLE, dtype=ours.dtype))
-    if masked:
-        assert (ours[:, ~MASK] == 0).all()
-    oracle = oracle_weights(name, fam.prior(logits, h, mask), N_ORACLE, 13, mask)
+    dist = fam.posterior(logits, h, mask) if posterior else fam.prior(logits, h, mask)
+    oracle = oracle_weights(name, dist, N_ORACLE, seed + 1, mask)
     assert_same_law(ours, oracle, name)
     for spec in fam.hyper_specs:
-        if spec.prior_only:
+        if spec.prior_only != posterior:
             other = h.replace(**{spec.name: h[spec.name] * 8})
-            wrong = fam.sample_prior(log_pi.expand(N_ORACLE, -1), other, mask, torch.Generator().manual_seed(12))
+            wrong = draw(log_p, other, mask, torch.Generator().manual_seed(seed))
             assert_same_law(wrong, oracle, name, expect_same=False)
 
 
