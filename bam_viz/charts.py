@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import html
 import math
+import textwrap
 import unicodedata
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.colors
 import plotly.graph_objects as go
 
+from bam_viz import families
 from bam_viz.result import ExplainResult
 
 PRIOR_COLOUR = "#9e9e9e"
@@ -33,6 +36,12 @@ ZERO_WIDTH = "\u200b"        # appended to axis labels to tell small multiples a
 WEIGHT_SCALE = plotly.colors.get_colorscale("Blues")
 STD_SCALE = plotly.colors.get_colorscale("Oranges")
 VALUE_SCALE = plotly.colors.get_colorscale("Viridis")
+# Fixed colour ranges, one per quantity, so that a colour means the same value on every sentence and
+# at every slider setting; `relative=True` stretches each over the values shown instead.
+WEIGHT_RANGE = (0.0, 1.0)    # an attention weight
+STD_RANGE = (0.0, 0.5)       # a weight's std, and the spread (its mean): a value in [0, 1] has std at most 1/2
+KL_DECADES = 6               # KL is coloured by log10(1 + KL) over [0, 6]: 0 to 10^6 nats, more clips to the top
+MESSAGE_CHARS = 34           # a message figure's line fits a narrow column (~250 px at 13 px)
 
 
 # ---- token text ---------------------------------------------------------------------------------
@@ -124,16 +133,154 @@ def _layout(title: str, height: int, legend: bool = True, **props) -> dict:
 
 
 def _message_figure(message: str, height: int = 380) -> go.Figure:
+    """A figure that says `message`, broken into short lines: plotly never wraps an annotation, and a
+    long line centred in a narrow column is cut off on both sides."""
+    lines = textwrap.wrap(message, MESSAGE_CHARS) or [""]
+    most = max(1, (height - 60) // 20)                     # lines of 13 px text that fit the height
+    if len(lines) > most:
+        lines = [*lines[:most - 1], lines[most - 1][:MESSAGE_CHARS - 1] + "…"]
     return _figure([], {
         "height": height, "xaxis": {"visible": False}, "yaxis": {"visible": False},
         "margin": {"l": 10, "r": 10, "t": 30, "b": 10},
-        "annotations": [{"text": html.escape(message), "showarrow": False, "x": 0.5, "y": 0.5,
-                         "xref": "paper", "yref": "paper", "font": {"size": 14}}],
+        "annotations": [{"text": "<br>".join(html.escape(line, quote=False) for line in lines), "showarrow": False,
+                         "x": 0.5, "y": 0.5, "xref": "paper", "yref": "paper", "font": {"size": 13}}],
     })
+
+
+def _ticks(lo: float, hi: float, n: int = 5) -> dict:
+    """Colour-bar ticks from lo to hi, with as many significant digits as it takes to tell them apart."""
+    values = np.linspace(lo, hi, n)
+    for digits in range(3, 16):
+        text = [f"{v:.{digits}g}" for v in values]
+        if len(set(text)) == n:
+            break
+    return {"tickvals": values, "ticktext": text}
+
+
+def _all_equal(values: np.ndarray) -> bool:
+    """Equal to float32 precision (~1e-7 relative; 1e-5 leaves room): one value, not a contrast."""
+    if values.size == 0:
+        return True
+    lo, hi = float(values.min()), float(values.max())
+    return hi - lo <= 1e-5 * max(abs(lo), abs(hi))
+
+
+def _relative_range(values: np.ndarray) -> tuple[float, float]:
+    """[min, max] of `values`, for a relative colour scale. Values all equal (`_all_equal`) get a
+    range around them, so that all take the middle colour rather than rounding noise being drawn
+    as yellow against purple."""
+    lo, hi = float(values.min(initial=np.inf)), float(values.max(initial=-np.inf))
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return 0.0, 1.0
+    if _all_equal(values):
+        mid = (lo + hi) / 2
+        half = max(0.05 * abs(mid), 1e-6)
+        return mid - half, mid + half
+    return lo, hi
+
+
+def _superscript(n: int) -> str:
+    return str(n).translate(str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻"))
+
+
+def _runs(layers: list[int]) -> list[list[int]]:
+    """Consecutive runs of layer indices: [0, 1, 3] -> [[0, 1], [3]]."""
+    runs: list[list[int]] = []
+    for layer in layers:
+        if runs and layer == runs[-1][-1] + 1:
+            runs[-1].append(layer)
+        else:
+            runs.append([layer])
+    return runs
 
 
 def is_stochastic(result: ExplainResult, layer: int) -> bool:
     return layer in result.stochastic_layers
+
+
+# ---- what a panel may say about a model ---------------------------------------------------------
+def count(n: int, noun: str) -> str:
+    """"1 sample", "16 samples"."""
+    return f"{n} {noun if n == 1 else noun + 's'}"
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What captions and messages may say about a result's model, worded in one place: singular and
+    plural, and the models without a stochastic layer, a density or a prior. Family facts come from
+    the registry; a softmax-family model with stochastic layers (mc-dropout) is random through
+    dropout, and has neither a density nor a prior."""
+
+    stochastic_layers: tuple[int, ...]
+    n_layers: int
+    n_samples: int
+    dropout: bool             # random through dropout kept on at inference, not a family's posterior
+    has_density: bool
+    # "learned" (a prior network, trained through the KL), "alignment" (a hard alignment samples from
+    # its prior p(z|x) itself), "fixed" (a uniform prior, not learned) or "none"
+    prior: str
+    family_label: str
+
+    @classmethod
+    def of(cls, result: ExplainResult) -> Facts:
+        family = families.get(result.family)
+        layers = tuple(result.stochastic_layers)
+        dropout = bool(layers) and not family.stochastic
+        return cls(layers, int(result.kl.shape[0]), int(result.n_samples), dropout,
+                   family.has_density and bool(layers) and not dropout,
+                   "learned" if family.learned_prior else "alignment" if family.hard_alignment
+                   else "fixed" if family.stochastic else "none",
+                   family.label)
+
+    def samples(self) -> str:
+        return count(self.n_samples, "attention sample")
+
+    def layers(self) -> str:
+        """The stochastic layers: "layer 5", "layers 3, 4 and 5"."""
+        ls = [str(i) for i in self.stochastic_layers]
+        return f"layer {ls[0]}" if len(ls) == 1 else f"layers {', '.join(ls[:-1])} and {ls[-1]}"
+
+    def which_stochastic(self) -> str:
+        """Which layers are random, and why (for a model with at least one)."""
+        how = " through dropout kept on at inference" if self.dropout else ""
+        if len(self.stochastic_layers) == self.n_layers:
+            return f"Every layer is stochastic{how}."
+        verb = "is" if len(self.stochastic_layers) == 1 else "are"
+        return (f"Only {self.layers()} {verb} stochastic{how}; grey rows are ordinary, "
+                "deterministic attention.")
+
+    def deterministic(self, layer: int) -> str | None:
+        """Why `layer` has no randomness to show, or None when it has some."""
+        if layer in self.stochastic_layers:
+            return None
+        others = (f"pick {self.layers()} to see uncertainty" if self.stochastic_layers
+                  else "this model has no stochastic layer")
+        return f"Layer {layer} is deterministic: ordinary softmax attention, every sample alike ({others})."
+
+    def no_density(self, layer: int) -> str | None:
+        """Why there is no density to draw for `layer`, or None when there is one."""
+        if (reason := self.deterministic(layer)) is not None:
+            return reason
+        if self.dropout:
+            return ("Dropout makes this model's attention random, with no density over the weights: "
+                    "the bars and maps show its samples instead.")
+        if not self.has_density:
+            return (f"{self.family_label.capitalize()} attention has no continuous density: its samples "
+                    "are shown in the bars and maps instead.")
+        return None
+
+    def no_prior(self) -> str | None:
+        """Why there is no KL from a prior, or None when the model learns its prior."""
+        if self.prior == "learned":
+            return None
+        if not self.stochastic_layers:
+            return "This model's attention is deterministic: it has no prior, so there is no KL."
+        if self.prior == "alignment":
+            return ("This model learns no separate prior: it draws its alignment from the prior p(z|x) "
+                    "itself, so no KL is computed.")
+        if self.prior == "fixed":
+            return "This model learns no prior (its prior is uniform over the keys), so no KL is computed."
+        return "This model has no prior: its attention is random through dropout, so there is no KL."
 
 
 def _clip(i: int, n: int) -> int:
@@ -183,8 +330,8 @@ def key_density_figure(result: ExplainResult, layer: int, head: int, query: int,
     """
     T = len(result.tokens)
     query, key = _clip(query, T), _clip(key, T)
-    if not is_stochastic(result, layer):
-        return _message_figure(f"Layer {layer} is deterministic: its attention has no distribution.")
+    if (reason := Facts.of(result).no_density(layer)) is not None:
+        return _message_figure(reason)
     try:
         # Extreme parameters (tiny Dirichlet concentrations, k at the slider's ends) can overflow
         # SciPy's pdf; the plot then says so rather than taking the page down.
@@ -194,9 +341,8 @@ def key_density_figure(result: ExplainResult, layer: int, head: int, query: int,
     except (ArithmeticError, ValueError) as err:
         return _message_figure(f"The density cannot be drawn for these values ({err}).")
     if densities is None:
-        return _message_figure(
-            f"{result.family} attention has no continuous density: "
-            "its samples are shown in the bars and maps instead.")
+        return _message_figure("This layer's attention has no continuous density: its samples are shown "
+                               "in the bars and maps instead.")
     labels = axis_labels(result.tokens)
     label = html.escape(str(densities["label"]), quote=False)
     x = _np(densities["x"])
@@ -221,8 +367,12 @@ def key_density_figure(result: ExplainResult, layer: int, head: int, query: int,
 
 
 # ---- panel 2: sampled attention maps -----------------------------------------------------------
-def sampled_maps_figure(result: ExplainResult, layer: int, head: int, n_show: int = 4) -> go.Figure:
+def sampled_maps_figure(result: ExplainResult, layer: int, head: int, n_show: int = 4,
+                        relative: bool = False) -> go.Figure:
     """The mean map, the per-cell standard deviation, then `n_show` sampled maps (queries down).
+
+    Weights are coloured over [0, 1] and the std over [0, 0.5] (`WEIGHT_RANGE`, `STD_RANGE`), so a
+    near-certain head reads pale; `relative` stretches each scale to the largest value shown.
 
     Small multiples on ONE pair of category axes, not one subplot per map: plotly.js lays out,
     draws and measures every axis of every subplot on each update, which made this figure the
@@ -236,7 +386,7 @@ def sampled_maps_figure(result: ExplainResult, layer: int, head: int, n_show: in
     mean = _np(result.mean_weights[layer, head])                               # (T, T)
     # ddof=1 as in torch.std, so the map agrees with `result.spread`.
     std = sw.std(0, ddof=1) if S > 1 else np.zeros_like(mean)                   # (T, T)
-    panels = [("mean (posterior)", mean, "coloraxis"), (f"std over {S} samples", std, "coloraxis2")]
+    panels = [("mean (posterior)", mean, "coloraxis"), (f"std over {count(S, 'sample')}", std, "coloraxis2")]
     panels += [(f"sample {s + 1}", sw[s], "coloraxis") for s in range(n_show)]
     cols = min(3, len(panels))                    # three across: room for a label per token
     rows = math.ceil(len(panels) / cols)
@@ -271,8 +421,13 @@ def sampled_maps_figure(result: ExplainResult, layer: int, head: int, n_show: in
                  "marker": {"opacity": 0}, "hoverinfo": "skip", "showlegend": False, "name": "layout"})
     data.append({"type": "scatter", "mode": "markers", "x": [xcats[0]] * len(ycats), "y": ycats,
                  "marker": {"opacity": 0}, "hoverinfo": "skip", "showlegend": False, "name": "layout"})
-    wmax = max(float(max(sw.max(initial=0.0), mean.max(initial=0.0))), 1e-6)
-    smax = max(float(std.max(initial=0.0)), 1e-6)
+    if relative:
+        wmax = max(float(max(sw.max(initial=0.0), mean.max(initial=0.0))), 1e-6)
+        smax = max(float(std.max(initial=0.0)), 1e-6)
+        wtitle, stitle = "weight<br>relative", "std<br>relative"
+    else:
+        wmax, smax = WEIGHT_RANGE[1], STD_RANGE[1]
+        wtitle, stitle = "weight<br>0 to 1", "std<br>0 to 0.5"
     # x labels stand upright (a label per ~9 px of width); 5.5 px per character at font size 9.
     label_px = _label_px(labels, font_px=10) if show else 8
     ticks = {"showticklabels": show, "tickfont": {"size": 9}, "showgrid": False, "zeroline": False,
@@ -289,9 +444,9 @@ def sampled_maps_figure(result: ExplainResult, layer: int, head: int, n_show: in
         yaxis=_axis(**ticks, categoryarray=ycats, autorange="reversed", tickmode="array",
                     tickvals=[c for c in ycats if c.strip()]),
         coloraxis={"colorscale": WEIGHT_SCALE, "cmin": 0.0, "cmax": wmax,
-                   "colorbar": {"title": {"text": "weight"}, "x": 1.0, "len": 0.45, "y": 0.77}},
+                   "colorbar": {"title": {"text": wtitle}, "x": 1.0, "len": 0.45, "y": 0.77}},
         coloraxis2={"colorscale": STD_SCALE, "cmin": 0.0, "cmax": smax,
-                    "colorbar": {"title": {"text": "std"}, "x": 1.0, "len": 0.45, "y": 0.23}},
+                    "colorbar": {"title": {"text": stitle}, "x": 1.0, "len": 0.45, "y": 0.23}},
     ))
 
 
@@ -321,7 +476,7 @@ def prediction_figure(result: ExplainResult, bins: int = 20) -> go.Figure:
     chance = {"type": "line", "xref": "x", "yref": "y domain", "x0": 0.5, "x1": 0.5, "y0": 0, "y1": 1,
               "line": {"color": "#bbbbbb", "width": 1, "dash": "dot"}}
     return _figure(data, _margin(_layout(
-        f"P(positive) across {result.n_samples} attention samples", 340, bargap=0.05, shapes=[chance],
+        f"P(positive) across {Facts.of(result).samples()}", 340, bargap=0.05, shapes=[chance],
         xaxis=_axis(title={"text": "P(positive)"}, range=[-0.02, 1.02]),
         yaxis=_axis(title={"text": "number of samples"}, range=[-0.08 * top, top]),
     ), l=60, b=50))
@@ -346,28 +501,25 @@ def entropy_figure(result: ExplainResult) -> go.Figure:
 
 
 # ---- panel 4: where the uncertainty lives ------------------------------------------------------
-def _stochastic_range(values: np.ndarray) -> tuple[float, float]:
-    """[min, max] of the stochastic layers' values, widened when they are all equal."""
-    lo, hi = float(values.min(initial=np.inf)), float(values.max(initial=-np.inf))
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return 0.0, 1e-6
-    if hi <= lo:
-        hi = lo + 1e-6 * max(1.0, abs(lo))
-    return lo, hi
-
-
 def layer_head_figure(result: ExplainResult, which: str = "spread",
-                      selected: tuple[int, int] | None = None) -> go.Figure:
+                      selected: tuple[int, int] | None = None, relative: bool = False) -> go.Figure:
     """Layers x heads heatmap of attention spread or of KL(q || prior); deterministic layers greyed.
 
-    The colour runs over [min, max] of the stochastic layers alone: KL(Weibull || Gamma) carries a
-    large part shared by every head (~1000 nats), which saturates any scale starting at 0. Hover
-    shows the value itself.
+    Colours are absolute: spread over `STD_RANGE`; KL by log10(1 + KL) over 0 to 10^KL_DECADES
+    nats, since KL(Weibull || Gamma) carries a large part shared by every head (~1000 nats) and
+    passes 10^5 at the sliders' ends. `relative` stretches the colour over [min, max] of the
+    stochastic layers instead. Hover shows the value itself. KL is greyed too where the model has
+    no learned prior (it is not computed there).
+
+    Rows and columns sit on numeric axes labelled by tick text, one heatmap per run of consecutive
+    layers: on a category axis plotly.js places a one-row heatmap by its raw label rather than by
+    its category, away from its tick label and the selection square (a lone stochastic layer).
     """
+    facts = Facts.of(result)
     if which == "spread":
         values, title, unit = _np(result.spread), "attention spread (mean std of sampled weights)", "spread"
     elif which == "kl":
-        values, title, unit = _np(result.kl), "KL(q ‖ prior), summed over queries and keys", "KL (nats)"
+        values, title, unit = _np(result.kl), "KL(q ‖ prior), summed over queries and keys", "KL, nats"
     else:
         raise ValueError(f"which must be 'spread' or 'kl', not {which!r}")
     L, H = values.shape
@@ -375,36 +527,55 @@ def layer_head_figure(result: ExplainResult, which: str = "spread",
     row = [f"layer {layer}" if is_stochastic(result, layer) else f"layer {layer} (deterministic)"
            for layer in range(L)]
     stochastic = [layer for layer in range(L) if is_stochastic(result, layer)]
-    deterministic = [layer for layer in range(L) if not is_stochastic(result, layer)]
+    unmeasured = stochastic if which == "kl" and facts.no_prior() is not None else []
+    measured = [layer for layer in stochastic if layer not in unmeasured]
+    if unmeasured:
+        title = "KL(q ‖ prior): not shown, this model has no learned prior"
     data = []
-    if stochastic:
-        v = values[stochastic]                                                  # (Ls, H)
-        lo, hi = _stochastic_range(v)
-        ticks = np.linspace(lo, hi, 5)
-        data.append({
-            "type": "heatmap", "z": v, "x": heads, "y": [row[layer] for layer in stochastic], "name": which,
-            "zmin": lo, "zmax": hi, "colorscale": VALUE_SCALE,
-            "colorbar": {"title": {"text": unit}, "tickvals": ticks, "ticktext": [f"{t:.4g}" for t in ticks]},
-            "hovertemplate": "%{y}, %{x}<br>%{z:.4g}<extra></extra>",
-        })
-    if deterministic:
-        data.append({
-            "type": "heatmap", "z": np.zeros((len(deterministic), H)), "x": heads,
-            "y": [row[layer] for layer in deterministic], "name": "deterministic",
-            "colorscale": [[0, DETERMINISTIC_COLOUR], [1, DETERMINISTIC_COLOUR]], "showscale": False,
-            "hovertemplate": "%{y}: ordinary softmax attention, no randomness<extra></extra>",
-        })
+    if measured:
+        colour = values                                                         # (L, H)
+        if relative:
+            lo, hi = _relative_range(values[measured])
+            bar = {"title": {"text": f"{unit}<br>relative"}, **_ticks(lo, hi)}
+        elif which == "spread":
+            lo, hi = STD_RANGE
+            bar = {"title": {"text": "spread<br>0 to 0.5"}, **_ticks(lo, hi, 6)}
+        else:
+            colour = np.log10(1.0 + np.maximum(values, 0.0))
+            nats = [0.0, *(10.0**d for d in range(1, KL_DECADES + 1))]
+            tickvals = [math.log10(1.0 + x) for x in nats]
+            lo, hi = 0.0, tickvals[-1]
+            text = [f"{x:g}" if x < 1e4 else f"10{_superscript(round(math.log10(x)))}" for x in nats]
+            bar = {"title": {"text": f"KL, nats<br>log scale<br>0 to {text[-1]}"},
+                   "tickvals": tickvals, "ticktext": [*text[:-1], "≥" + text[-1]]}
+        hover = "layer %{y}, head %{x}<br>%{customdata:.4g}" + (" nats" if which == "kl" else "")
+        for i, run in enumerate(_runs(measured)):
+            data.append({
+                "type": "heatmap", "z": colour[run], "customdata": values[run], "x": list(range(H)), "y": run,
+                "name": which, "zmin": lo, "zmax": hi, "colorscale": VALUE_SCALE, "showscale": i == 0,
+                "colorbar": bar, "hovertemplate": hover + "<extra></extra>",
+            })
+    for layers, name, hover in ((unmeasured, "no prior", "layer %{y}: no learned prior, so no KL"),
+                                ([i for i in range(L) if i not in stochastic], "deterministic",
+                                 "layer %{y}: ordinary softmax attention, no randomness")):
+        for run in _runs(layers):
+            data.append({
+                "type": "heatmap", "z": np.zeros((len(run), H)), "x": list(range(H)), "y": run, "name": name,
+                "colorscale": [[0, DETERMINISTIC_COLOUR], [1, DETERMINISTIC_COLOUR]], "showscale": False,
+                "hovertemplate": hover + "<extra></extra>",
+            })
     if selected is not None and 0 <= selected[0] < L and 0 <= selected[1] < H:
         layer, head = selected
-        data.append({"type": "scatter", "x": [heads[head]], "y": [row[layer]], "mode": "markers",
+        data.append({"type": "scatter", "x": [head], "y": [layer], "mode": "markers",
                      "name": "selected", "showlegend": False, "hovertemplate": "selected<extra></extra>",
                      "marker": {"symbol": "square-open", "size": 22, "color": "#d62728", "line": {"width": 3}}})
     # Grey rows labelled "(deterministic)" say it once per row; a word in every grey cell cost a
     # text measurement per cell on every slider move.
+    grid = {"tickmode": "array", "showgrid": False, "zeroline": False}
     return _figure(data, _margin(_layout(
         title, max(240, 34 * L + 110), legend=False,
-        xaxis=_axis(type="category", categoryorder="array", categoryarray=heads, tickangle=-45),
-        yaxis=_axis(type="category", categoryorder="array", categoryarray=row, autorange="reversed"),
+        xaxis=_axis(**grid, tickvals=list(range(H)), ticktext=heads, range=[-0.5, H - 0.5], tickangle=-45),
+        yaxis=_axis(**grid, tickvals=list(range(L)), ticktext=row, range=[L - 0.5, -0.5]),
     ), l=_label_px(row) + 4, b=50))
 
 
@@ -419,30 +590,45 @@ def _tok(result: ExplainResult, i: int) -> str:
 
 
 def prior_posterior_caption(result: ExplainResult, layer: int, head: int, query: int) -> str:
+    facts = Facts.of(result)
     T = len(result.tokens)
     query = _clip(query, T)
-    if not is_stochastic(result, layer):
-        return (f"Layer {layer} is **deterministic**: ordinary softmax attention, so prior and "
-                "posterior coincide and every sample is the same. Pick a stochastic layer "
-                f"({', '.join(map(str, result.stochastic_layers)) or 'none in this model'}) to see "
-                "uncertainty.")
+    if (reason := facts.deterministic(layer)) is not None:
+        return f"{reason} Prior and posterior coincide."
     post = _np(result.mean_weights[layer, head, query])
     prior = _np(result.prior_weights[layer, head, query])
     draws = _np(result.sample_weights[:, layer, head, query])
     top = int(post.argmax())
     lo, hi = np.quantile(draws[:, top], [0.05, 0.95])
-    return (f"Grey bars: what the **prior** expects from the keys alone; blue bars: the **posterior** "
-            f"after the query {_tok(result, query)} looks at them. Whiskers span 5–95% of sampled "
-            f"weights. Here {_tok(result, query)} attends most to {_tok(result, top)}: "
-            f"{post[top]:.2f} on average (prior {prior[top]:.2f}), between {lo:.2f} and {hi:.2f} "
+    looks = f"blue bars: the **posterior** after the query {_tok(result, query)} looks at them"
+    if facts.prior == "learned":
+        bars = f"Grey bars: what the **prior** expects from the keys alone; {looks}."
+    elif facts.prior == "alignment":
+        bars = ("Grey bars: the **prior** p(z|x), which this model also samples from, so they match the "
+                "blue bars.")
+    elif facts.prior == "fixed":
+        bars = f"Grey bars: the **prior**, uniform over the keys (this model learns no prior); {looks}."
+    else:
+        bars = ("This model has no prior: its attention is random through dropout, so the grey bars "
+                "repeat the blue ones, the attention with dropout off.")
+    against = f" (prior {prior[top]:.2f})" if facts.prior != "none" else ""
+    if facts.n_samples < 2:
+        return (f"{bars} Here {_tok(result, query)} attends most to {_tok(result, top)}: "
+                f"{post[top]:.2f}{against}. With {facts.samples()} the whiskers have no width: draw at "
+                "least 2 to see how much the weights vary.")
+    return (f"{bars} Whiskers span 5–95% of sampled weights. Here {_tok(result, query)} attends most to "
+            f"{_tok(result, top)}: {post[top]:.2f} on average{against}, between {lo:.2f} and {hi:.2f} "
             "in 90% of samples. Wide whiskers mean the model is unsure where to look.")
 
 
 def key_density_caption(result: ExplainResult, layer: int, head: int, query: int, key: int) -> str:
+    facts = Facts.of(result)
     T = len(result.tokens)
     query, key = _clip(query, T), _clip(key, T)
-    if not is_stochastic(result, layer) or not result.posterior_params:
-        return "No density to draw for this choice; the bars above show the weights."
+    if (reason := facts.no_density(layer)) is not None:
+        return reason
+    if not result.posterior_params:
+        return "No density to draw for this choice; the bars show the weights."
     hyper = ", ".join(f"{k} = {v:.3g}" for k, v in result.hyper.items()) or "no hyperparameters"
     return (f"The dashed grey curve is the prior for {_tok(result, query)} → {_tok(result, key)}; "
             f"the blue curve is the posterior q the model actually samples from ({hyper}). The axis is "
@@ -451,33 +637,51 @@ def key_density_caption(result: ExplainResult, layer: int, head: int, query: int
             "fixed weight; moving the sliders reshapes both curves.")
 
 
-def sampled_maps_caption(result: ExplainResult, layer: int, head: int) -> str:
-    S = result.sample_weights.shape[0]
-    if not is_stochastic(result, layer) or S < 2:
-        return (f"Layer {layer} head {head} gives the same map every time (deterministic attention), "
-                "so the standard-deviation map is blank. Rows are queries, columns are keys.")
+def sampled_maps_caption(result: ExplainResult, layer: int, head: int, relative: bool = False) -> str:
+    facts = Facts.of(result)
+    grid = "Rows are queries, columns are keys."
+    if (reason := facts.deterministic(layer)) is not None:
+        return f"{reason} Head {head} gives the same map every time, so the std map is blank. {grid}"
+    if facts.n_samples < 2:
+        return (f"Only {facts.samples()} was drawn: the std map needs at least 2 to show where draws "
+                f"disagree, so it is blank. {grid}")
     std = _np(result.sample_weights[:, layer, head]).std(0, ddof=1)
     q, k = np.unravel_index(int(std.argmax()), std.shape)
+    scale = ("Colours are relative: each scale stretches to the largest value shown, so the orange map "
+             "looks busy even where every std is tiny." if relative else
+             "Colours are absolute, weights from 0 to 1 and std from 0 to 0.5 (the most a weight's std "
+             "can be), so a pale orange map is a head that hardly varies.")
     return (f"Each small map is one random draw of the attention (rows: queries, columns: keys; "
             f"each row sums to 1). The orange map shows where draws disagree: most at "
             f"{_tok(result, q)} → {_tok(result, k)} (std {std[q, k]:.3f}, mean over cells "
-            f"{std.mean():.3f}).")
+            f"{std.mean():.3f}). {scale}")
 
 
 def prediction_caption(result: ExplainResult) -> str:
+    facts = Facts.of(result)
     i = result.positive_index
     mf, mc = float(result.mean_field_probs[i]), float(result.mc_probs[i])
     p = _np(result.sample_probs[:, i])
     lo, hi = (float(p.min()), float(p.max())) if p.size else (mc, mc)
     verdict = "positive" if mc >= 0.5 else "negative"
-    return (f"Each of the {result.n_samples} attention samples gives its own P(positive), from "
+    entropy = (f"Of the total uncertainty {result.predictive_entropy:.3f} nats (at most ln 2 = {LN2:.3f}), "
+               f"{result.expected_entropy:.3f} is aleatoric, the doubt each attention sample keeps on "
+               f"its own, and {result.mutual_information:.3f} is epistemic, from the samples "
+               f"disagreeing. {uncertainty_verdict(result)}")
+    if not facts.stochastic_layers:
+        return (f"This model's attention is deterministic: one pass gives **P(positive) = {mc:.3f}** "
+                f"({verdict}), so E[f(z)] and f(E[z]) coincide and all of the uncertainty, "
+                f"{result.predictive_entropy:.3f} nats (at most ln 2 = {LN2:.3f}), is aleatoric. "
+                f"{uncertainty_verdict(result)}")
+    if facts.n_samples < 2:
+        return (f"Only {facts.samples()} was drawn: it gives **E[f(z)] = {mc:.3f}** (green, {verdict}); "
+                f"predicting once with the mean attention gives **f(E[z]) = {mf:.3f}** (red dashed). "
+                f"The gap, {signed(mc - mf)}, rests on one draw, and one sample cannot disagree with "
+                f"itself, so the epistemic part is 0 until n_samples is at least 2. {entropy}")
+    return (f"Each of the {facts.samples()} gives its own P(positive), from "
             f"{lo:.2f} to {hi:.2f}. Averaging them gives **E[f(z)] = {mc:.3f}** (green, the model's "
             f"answer: {verdict}); predicting once with the mean attention gives **f(E[z]) = {mf:.3f}** "
-            f"(red dashed). The gap, {signed(mc - mf)}, is what averaging over attention changes. "
-            f"Of the total uncertainty {result.predictive_entropy:.3f} nats (at most ln 2 = {LN2:.3f}), "
-            f"{result.expected_entropy:.3f} is aleatoric, the doubt each attention sample keeps on "
-            f"its own, and {result.mutual_information:.3f} is epistemic, from the samples "
-            f"disagreeing. {uncertainty_verdict(result)}")
+            f"(red dashed). The gap, {signed(mc - mf)}, is what averaging over attention changes. {entropy}")
 
 
 def uncertainty_verdict(result: ExplainResult) -> str:
@@ -490,21 +694,170 @@ def uncertainty_verdict(result: ExplainResult) -> str:
     return "Most of the doubt is shared by every sample: the model finds the sentence itself mixed."
 
 
-def layer_head_caption(result: ExplainResult) -> str:
-    if not result.stochastic_layers:
+def layer_head_caption(result: ExplainResult, relative: bool = False) -> str:
+    facts = Facts.of(result)
+    if not facts.stochastic_layers:
         return ("Every layer of this model is deterministic (grey): its attention is a single "
                 "softmax, so there is no spread and no KL to show.")
     spread, kl = _np(result.spread), _np(result.kl)
-    sl = result.stochastic_layers
-    s_idx = np.unravel_index(int(spread[sl].argmax()), spread[sl].shape)
-    k_idx = np.unravel_index(int(kl[sl].argmax()), kl[sl].shape)
-    s_lo, s_hi = _stochastic_range(spread[sl])
-    k_lo, k_hi = _stochastic_range(kl[sl])
-    return (f"Only layers {', '.join(map(str, sl))} are stochastic; grey rows are ordinary, "
-            f"deterministic attention. The most uncertain head is layer {sl[s_idx[0]]} head "
-            f"{s_idx[1]} (spread {spread[sl][s_idx]:.3f}); the head that moved furthest from its "
-            f"prior is layer {sl[k_idx[0]]} head {k_idx[1]} (KL {kl[sl][k_idx]:.3g} nats). "
-            f"Colours are relative: they stretch over the stochastic heads' own range, spread "
-            f"{s_lo:.3g} to {s_hi:.3g} and KL {k_lo:.4g} to {k_hi:.4g} nats, so a bright head is high "
-            "compared with the others, not necessarily high in itself. The red square marks the head "
-            "shown above.")
+    sl = list(facts.stochastic_layers)
+    parts = [facts.which_stochastic()]
+    if facts.n_samples < 2:
+        parts.append(f"With {facts.samples()} no head can vary, so every spread is 0: draw at least 2.")
+    elif not _all_equal(spread[sl]):
+        s_idx = np.unravel_index(int(spread[sl].argmax()), spread[sl].shape)
+        parts.append(f"The most uncertain head is layer {sl[s_idx[0]]} head {s_idx[1]} "
+                     f"(spread {spread[sl][s_idx]:.3f}).")
+    else:                                  # one alignment shared by every head (categorical)
+        parts.append(f"Every stochastic head varies alike (spread {spread[sl].max():.3f}).")
+    no_prior = facts.no_prior()
+    if no_prior is None:
+        k_idx = np.unravel_index(int(kl[sl].argmax()), kl[sl].shape)
+        parts.append(f"The head that moved furthest from its prior is layer {sl[k_idx[0]]} head {k_idx[1]} "
+                     f"(KL {kl[sl][k_idx]:.3g} nats).")
+    else:
+        parts.append(f"{no_prior} Its grid is grey.")
+    if relative:
+        ticks = _ticks(*_relative_range(spread[sl]))["ticktext"]
+        ranges = f"spread {ticks[0]} to {ticks[-1]}"
+        if no_prior is None:
+            ticks = _ticks(*_relative_range(kl[sl]))["ticktext"]
+            ranges += f" and KL {ticks[0]} to {ticks[-1]} nats"
+        parts.append(f"Colours are relative: they stretch over the stochastic heads' own range, {ranges}, "
+                     "so a bright head is high compared with the others, not necessarily high in itself.")
+    else:
+        kl_scale = f" and KL on a log scale from 0 to 10{_superscript(KL_DECADES)} nats" if no_prior is None else ""
+        parts.append(f"Colours are absolute: spread from 0 to 0.5 (the most a weight's std can be){kl_scale}, "
+                     "so a dark head is a certain one; turn on relative colour scales for contrast.")
+    parts.append("The red square marks the head shown above.")
+    return " ".join(parts)
+
+
+# ---- Monte Carlo errors -------------------------------------------------------------------------
+def _se_digits(se: float | None, digits: int = 3) -> int:
+    """More decimals for an error under one unit of the last digit, up to its first significant one
+    (at most 6), so that "± 0.000" never hides a nonzero error."""
+    if se is not None and 0 < se < 10.0**-digits:
+        return min(-math.floor(math.log10(se)), 6)
+    return digits
+
+
+def _samples_needed(quantity: str) -> int:
+    return 3 if quantity == "mutual_information" else 2       # the jackknife leaves one out of >= 2
+
+
+def with_se(result: ExplainResult, quantity: str, value: float, sign: bool = False) -> tuple[str, str]:
+    """A Monte Carlo estimate and its error as two strings to the same decimals: ("0.812", "± 0.004")
+    (one standard error, `result.se.<quantity>`); the error reads "exact" for a deterministic model
+    and "needs ≥ 2 samples" where it is not estimable. Two strings because a metric's column is too
+    narrow for both on one line: the value, then the error below it."""
+    se = getattr(result.se, quantity)
+    digits = _se_digits(se)
+    number = signed(value, digits) if sign else f"{value:.{digits}f}"
+    if not result.stochastic_layers:
+        return number, "exact"
+    if se is None:
+        return number, f"needs ≥ {_samples_needed(quantity)} samples"
+    return number, f"± {se:.{digits}f}"
+
+
+def se_help(result: ExplainResult, quantity: str) -> str:
+    """The metric help's sentence on its error: "± 1 SE" and the estimator of `quantity` (a field
+    of `result.se`), or why there is none."""
+    se = result.se
+    if not result.stochastic_layers:
+        return "Exact: this model's attention is deterministic, so there is no Monte Carlo error."
+    if getattr(se, quantity) is None:
+        return f"No ± SE: it needs at least {_samples_needed(quantity)} samples (n_samples = {se.n_samples})."
+    return (f"Below the value: ± 1 standard error (SE) of the Monte Carlo estimate over the "
+            f"{se.n_samples} attention samples; estimator: {se.ESTIMATORS[quantity]}.")
+
+
+def monte_carlo_caption(result: ExplainResult) -> str:
+    """Under the headline: whether the gap can be told from zero (|gap| against 2 SE of the paired
+    difference), or why the errors are missing."""
+    se = result.se
+    if not result.stochastic_layers:
+        return "Deterministic attention: every number above is exact, with no Monte Carlo error."
+    if se.gap is None:
+        return (f"± SE needs at least 2 samples (n_samples = {se.n_samples}): one attention sample "
+                "has no spread to measure the Monte Carlo error by, so the gap may be noise. "
+                "Raise n_samples.")
+    two_se = f"{2 * se.gap:.{_se_digits(2 * se.gap)}f}"
+    if result.gap_distinguishable:
+        text = f"Values are ± 1 SE. The gap is distinguishable from zero (|gap| > 2 SE = {two_se})."
+    else:
+        text = (f"Values are ± 1 SE. The gap is not distinguishable from zero (|gap| ≤ 2 SE = {two_se}): "
+                "its sign is Monte Carlo noise; the SE shrinks as 1/√n_samples.")
+    if se.mutual_information is None:
+        text += " The mutual information's ± SE (a jackknife) needs at least 3 samples."
+    return text
+
+
+# ---- the sweep: prediction and doubt over a slider's whole range --------------------------------
+def sweep_figure(sweep, current: float | None = None) -> go.Figure:  # sweep: a bam_viz.sweep.Sweep
+    """P(positive) by E[f(z)] (with a band of +/- 2 Monte Carlo standard errors) and by f(E[z]),
+    and the mutual information, against the swept hyperparameter; the current and the trained
+    values marked. Two rows sharing the x axis (log for a log slider)."""
+    x = _np(sweep.values)
+    mc, se, mf = _np(sweep.p_mc), _np(sweep.p_mc_se), _np(sweep.p_mean_field)
+    mi = np.clip(_np(sweep.mutual_information), 0.0, None)
+    lo, hi = np.clip(mc - 2 * se, 0.0, 1.0), np.clip(mc + 2 * se, 0.0, 1.0)
+    name = html.escape(sweep.name)
+    data = [
+        {"type": "scatter", "x": np.concatenate([x, x[::-1]]), "y": np.concatenate([hi, lo[::-1]]),
+         "fill": "toself", "fillcolor": "rgba(44,160,44,0.18)", "line": {"width": 0}, "hoverinfo": "skip",
+         "name": "E[f(z)] ± 2 SE", "xaxis": "x", "yaxis": "y"},
+        {"type": "scatter", "x": x, "y": mc, "mode": "lines+markers", "name": "E[f(z)]: average over samples",
+         "line": {"color": MC_COLOUR, "width": 3}, "marker": {"size": 5},
+         "customdata": np.stack([se], -1),
+         "hovertemplate": f"{name} = %{{x:.3g}}<br>E[f(z)] = %{{y:.3f}} ± %{{customdata[0]:.3f}}<extra></extra>"},
+        {"type": "scatter", "x": x, "y": mf, "mode": "lines", "name": "f(E[z]): mean attention",
+         "line": {"color": MEAN_FIELD_COLOUR, "width": 2, "dash": "dash"},
+         "hovertemplate": f"{name} = %{{x:.3g}}<br>f(E[z]) = %{{y:.3f}}<extra></extra>"},
+        {"type": "scatter", "x": x, "y": mi, "mode": "lines+markers", "name": "mutual information (nats)",
+         "line": {"color": "#ff8a65", "width": 2}, "marker": {"size": 5}, "xaxis": "x", "yaxis": "y2",
+         "hovertemplate": f"{name} = %{{x:.3g}}<br>I = %{{y:.4f}} nats<extra></extra>"},
+    ]
+    shapes, notes = [], []
+    marks = [(sweep.trained, "trained", "dot"), (current, "now", "solid")]
+    if current is not None and sweep.trained is not None and math.isclose(current, sweep.trained):
+        marks = [(current, "now = trained", "solid")]
+    for value, label, dash in marks:
+        if value is None:
+            continue
+        shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": value, "x1": value, "y0": 0, "y1": 0.97,
+                       "line": {"color": "#555555", "width": 1.5, "dash": dash}})
+        # plotly places annotations on a log axis by log10 of the value (shapes by the value itself)
+        notes.append({"x": math.log10(value) if sweep.scale == "log" else value, "xref": "x",
+                      "y": 0.97, "yref": "paper", "yanchor": "bottom", "showarrow": False,
+                      "xanchor": "left" if label == "now" else "right",
+                      "text": f" {label} {value:.3g} ", "font": {"size": 12, "color": "#555555"}})
+    xaxis = _axis(type="log" if sweep.scale == "log" else "linear", title={"text": name}, anchor="y2")
+    top_mi = max(float(mi.max(initial=0.0)) * 1.15, 0.01)
+    return _figure(data, _margin(_layout(
+        f"P(positive) and the mutual information at every {name} ({sweep.n_samples} samples, seed {sweep.seed})",
+        400, shapes=shapes, annotations=notes,
+        xaxis=xaxis,
+        yaxis=_axis(title={"text": "P(positive)"}, range=[-0.02, 1.02], domain=[0.42, 0.92]),
+        yaxis2=_axis(title={"text": "MI (nats)"}, range=[0, top_mi], domain=[0.0, 0.3]),
+    ), l=70, b=50, t=95))
+
+
+def sweep_caption(sweep, current: float | None = None) -> str:
+    """What the sweep shows, read off its numbers: where the samples start to disagree."""
+    name = sweep.name
+    mi = np.asarray(sweep.mutual_information)
+    peak = int(np.argmax(mi))
+    where = (f"The samples disagree most at {name} = {sweep.values[peak]:.3g} "
+             f"(mutual information {mi[peak]:.3f} nats)" if mi[peak] > 1e-3 else
+             "The samples agree everywhere on this range (mutual information under 0.001 nats)")
+    now = ""
+    if current is not None:
+        i = sweep.nearest(current)
+        now = (f"; at {name} ≈ {sweep.values[i]:.3g}, E[f(z)] = {sweep.p_mc[i]:.3f} ± {sweep.p_mc_se[i]:.3f} "
+               f"and f(E[z]) = {sweep.p_mean_field[i]:.3f}")
+    return (f"Green: E[f(z)], the average over {count(sweep.n_samples, 'attention sample')}, with a band of "
+            f"± 2 Monte Carlo standard errors; red dashes: f(E[z]), one pass at the mean attention; "
+            f"orange: the mutual information. {where}{now}. Where the red line leaves the green band, "
+            f"averaging over attention samples changes the answer.")

@@ -1,9 +1,10 @@
-"""`python -m bam_viz {train, evaluate, report, bench}`: the options of every subcommand, and dispatch.
+"""`python -m bam_viz {train, evaluate, report, bench, examples}`: the options of every subcommand, and dispatch.
 
 Each subcommand's run function takes the parsed options: `train.train`, `run_evaluate` (here),
-`report.run_report` and `bench.run_bench`. `run_evaluate` lives here because what it adds to
-`evaluate.evaluate` is command-line business: building a predictor from the options (a model or
-VADER, inference hyperparameters, a temperature), printing summaries and writing JSON files.
+`report.run_report` and `bench.run_bench`; `examples` calls `examples.build` and `examples.write`.
+`run_evaluate` lives here because what it adds to `evaluate.evaluate` is command-line business:
+building a predictor from the options (a model or VADER, inference hyperparameters, a temperature),
+printing summaries and writing JSON files.
 Modules that pull in torch are imported inside the functions that need them.
 """
 
@@ -26,7 +27,7 @@ from bam_viz.predictors import (
     VaderPredictor,
 )
 
-DESCRIPTION = "python -m bam_viz {train, evaluate, report, bench}"
+DESCRIPTION = "python -m bam_viz {train, evaluate, report, bench, examples}"
 
 
 def parse_assignments(items: list[str]) -> dict[str, float]:
@@ -98,6 +99,16 @@ def add_bench_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return p
 
 
+def add_examples_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Options of `python -m bam_viz examples`."""
+    p.add_argument("--model", default="bam-wc")
+    p.add_argument("--out", default="views/examples.json", help="the examples file the explorer reads")
+    p.add_argument("--samples", type=int, default=32, help="attention samples per sentence (S)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--data", default=None, help="folder of the corpora (default: $BAM_VIZ_DATA or ../shared)")
+    return p
+
+
 def add_report_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Options of `python -m bam_viz report`."""
     p.add_argument("--results", default="results", help="folder of evaluate --json outputs")
@@ -118,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_evaluate_args(sub.add_parser("evaluate", help="accuracy, NLL, Brier, ECE, AUROCs, Spearman on a corpus split"))
     add_bench_args(sub.add_parser("bench", help="explain() latency and batched-sampling speed-ups"))
     add_report_args(sub.add_parser("report", help="README tables from saved evaluate --json results"))
+    add_examples_args(sub.add_parser("examples", help="choose the explorer's example sentences on movies dev"))
     return parser
 
 
@@ -219,4 +231,12 @@ def main(argv: list[str] | None = None) -> int:
         from bam_viz.bench import run_bench
 
         print(json.dumps(run_bench(args), indent=2))
+    elif args.command == "examples":
+        from bam_viz import examples, zoo
+
+        doc = examples.build(zoo.load(args.model), args.data, args.samples, args.seed)
+        print(f"wrote {examples.write(doc, args.out)}")
+        for e in doc["examples"]:
+            print(f"{e['category']:8s} MI {e['mutual_information']:.4f}  gap {e['gap']:+.4f}  "
+                  f"P(positive) {e['p_positive']:.3f}  {e['text']}")
     return 0

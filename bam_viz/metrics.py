@@ -146,6 +146,35 @@ def mutual_information(sample_probs: np.ndarray) -> np.ndarray:
     return np.where(mi < MI_ROUNDING, 0.0, mi)
 
 
+def mutual_information_jackknife_se(sample_probs: np.ndarray) -> np.ndarray:
+    """Jackknife standard error of `mutual_information` per sentence (N,), from (N, S, C) samples.
+
+    The plug-in MI is a nonlinear function of the S samples (the entropy of their mean), so its
+    error is not a sample sd over sqrt(S). The leave-one-sample-out jackknife (Efron & Stein 1981;
+    Efron & Tibshirani 1993, ch. 11) is the usual one for plug-in entropies:
+    SE = sqrt((S-1)/S sum_i (I_(i) - I_(.))^2), where I_(i) is the estimate without sample i and
+    I_(.) their mean; applied to a plain mean it gives sd/sqrt(S) exactly.
+
+    Identical samples give exactly 0 (each replicate is rounded like `mutual_information`). NaN
+    where S < 3: a replicate of one sample has MI 0 whatever the samples, so at S = 2 the
+    jackknife would report 0 for two samples that disagree completely.
+    """
+    p = np.asarray(sample_probs, dtype=np.float64)
+    if p.ndim != 3:
+        raise ValueError(f"expected sample probabilities (N, S, C), got {p.shape}")
+    S = p.shape[1]
+    if S < 3:
+        return np.full(p.shape[0], np.nan)
+    h = entropy(p)                                                  # (N, S)
+    # Each replicate from the full sums less one sample: O(N S C), not S passes over the samples.
+    mean_without = (p.sum(1, keepdims=True) - p) / (S - 1)           # (N, S, C)
+    expected_without = (h.sum(1, keepdims=True) - h) / (S - 1)       # (N, S)
+    mi = entropy(mean_without) - expected_without                    # (N, S)
+    mi = np.where(mi < MI_ROUNDING, 0.0, mi)
+    deviation = mi - mi.mean(1, keepdims=True)
+    return np.sqrt((S - 1) / S * np.sum(deviation**2, axis=1))
+
+
 def paired_bootstrap(
     metric_fn: Callable[[np.ndarray, np.ndarray], float],
     a_inputs: np.ndarray,

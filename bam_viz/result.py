@@ -11,11 +11,39 @@ import io
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import ClassVar
 
 import numpy as np
 import torch
 
 from bam_viz import families, metrics
+
+
+@dataclass(frozen=True)
+class MonteCarloErrors:
+    """Standard errors of the Monte Carlo estimates in an `ExplainResult`, over its S attention samples.
+
+    `p_positive`: E[f(z)], the mean of S values f(z_s)[positive]: sample sd / sqrt(S).
+    `gap`: E[f(z)] - f(E[z]). f(E[z]) is one deterministic pass, so the gap is the mean of the
+    paired differences d_s = f(z_s) - f(E[z]) and its SE is sd(d_s) / sqrt(S): the estimator of
+    the paired difference, numerically equal to the SE of E[f(z)] since f(E[z]) is a constant.
+    `mutual_information`: the jackknife (leave one sample out), `metrics.mutual_information_jackknife_se`.
+
+    None means "not estimable": a spread needs two samples of a stochastic model (three for the
+    jackknife, whose one-sample replicates always have MI 0). 0 means exact: a deterministic model
+    (no Monte Carlo at all) or S identical samples (their sample sd is 0). Never NaN.
+    """
+    ESTIMATORS: ClassVar[dict[str, str]] = {
+        "p_positive": "sample sd of the S per-sample P(positive) / √S",
+        "gap": "sd of the S paired differences f(z_s) − f(E[z]) / √S",
+        "mutual_information": "jackknife, leaving out one attention sample at a time",
+    }
+
+    p_positive: float | None
+    gap: float | None
+    mutual_information: float | None
+    n_samples: int
+    estimator: str = "; ".join(f"{k}: {v}" for k, v in ESTIMATORS.items())
 
 
 @dataclass
@@ -107,6 +135,37 @@ class ExplainResult:
         """E[f(z)] - f(E[z]) for P(positive): what averaging over attention samples changes."""
         i = self.positive_index
         return float(self.mc_probs[i] - self.mean_field_probs[i])
+
+    @cached_property
+    def se(self) -> MonteCarloErrors:
+        """Standard errors of E[f(z)], the gap and the mutual information (see `MonteCarloErrors`).
+
+        Cached: results are read-only."""
+        S = self.sample_probs.shape[0]
+        samples = self.sample_probs.detach().cpu().double().numpy()              # (S, C)
+        if not self.stochastic_layers or (S >= 2 and (samples == samples[0]).all()):
+            return MonteCarloErrors(0.0, 0.0, 0.0, S)
+        if S < 2:
+            return MonteCarloErrors(None, None, None, S)
+        i = self.positive_index
+        p = samples[:, i]                                                        # (S,)
+        differences = p - float(self.mean_field_probs[i])                        # (S,) d_s
+        mi = float(metrics.mutual_information_jackknife_se(samples[None])[0]) if S >= 3 else None
+        return MonteCarloErrors(
+            p_positive=float(p.std(ddof=1) / np.sqrt(S)),
+            gap=float(differences.std(ddof=1) / np.sqrt(S)),
+            mutual_information=mi,
+            n_samples=S,
+        )
+
+    @property
+    def gap_distinguishable(self) -> bool | None:
+        """|gap| > 2 SE of the paired difference: the gap's sign is not Monte Carlo noise.
+
+        None where the SE is not estimable (one sample of a stochastic model). For an exact gap
+        (SE 0) it is whether the gap is nonzero at all."""
+        se = self.se.gap
+        return None if se is None else abs(self.gap) > 2 * se
 
     @cached_property
     def spread(self) -> torch.Tensor:
@@ -214,3 +273,92 @@ class ExplainResult:
                             w.writerow([s, layer, h, q, k, self.tokens[q], self.tokens[k], f"{flat[i]:.6g}"])
                             i += 1
         return buf.getvalue()
+
+    # ---- the explorer's downloads: what the page shows, for one layer and head -------------------
+    def view_header(self, layer: int, head: int) -> dict:
+        """What a download of (layer, head) was made from: the text, model and every setting."""
+        return {
+            "text": self.text, "tokens": self.tokens, "classes": self.classes, "model": self.model_name,
+            "family": self.family, "hyper": dict(self.hyper), "n_samples": self.n_samples, "seed": self.seed,
+            "truncated": self.truncated, "stochastic_layers": self.stochastic_layers,
+            "layer": layer, "head": head, "bam_viz_version": package_version(),
+        }
+
+    def view_headline(self) -> dict:
+        """The page's headline numbers."""
+        i = self.positive_index
+        return {
+            "p_positive": float(self.mc_probs[i]), "p_positive_mean_field": float(self.mean_field_probs[i]),
+            "gap": self.gap, "mutual_information": self.mutual_information,
+            "predictive_entropy": self.predictive_entropy, "expected_entropy": self.expected_entropy,
+        }
+
+    def view_json(self, layer: int, head: int) -> dict:
+        """The page's view of (layer, head) as plain lists, weights to 6 significant digits:
+        every sampled weight (S, T, T), the prior's draws (S, T, T), the posterior-mean and prior-mean
+        weights (T, T), the prediction samples (S, C) and the headline numbers. `to_json` has all heads."""
+        return {
+            "header": self.view_header(layer, head),
+            "headline": self.view_headline(),
+            "sample_probs": _significant(self.sample_probs),
+            "kl": float(self.kl[layer, head]),
+            "sample_weights": _significant(self.sample_weights[:, layer, head]),
+            "prior_sample_weights": _significant(self.prior_draws(layer, head)),
+            "mean_weights": _significant(self.mean_weights[layer, head]),
+            "prior_weights": _significant(self.prior_weights[layer, head]),
+        }
+
+    def view_csv(self, layer: int, head: int) -> str:
+        """The same view in long form: "# name: JSON value" lines for the header and headline, then
+        one row per (sample, query, key) with the sample's P(positive) and that cell's weights."""
+        import json
+
+        buf = io.StringIO()
+        for name, value in {**self.view_header(layer, head), **self.view_headline()}.items():
+            buf.write(f"# {name}: {json.dumps(value, ensure_ascii=False)}\n")
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["sample", "sample_p_positive", "query", "key", "query_token", "key_token", "weight",
+                    "prior_draw", "mean_weight", "prior_weight"])
+        sampled = _significant(self.sample_weights[:, layer, head])                # (S, T, T)
+        drawn = _significant(self.prior_draws(layer, head))                        # (S, T, T)
+        mean = _significant(self.mean_weights[layer, head])                        # (T, T)
+        prior = _significant(self.prior_weights[layer, head])                      # (T, T)
+        p = _significant(self.sample_probs[:, self.positive_index])                # (S,)
+        T = len(self.tokens)
+        for s in range(len(sampled)):
+            for q in range(T):
+                for k in range(T):
+                    w.writerow([s, p[s], q, k, self.tokens[q], self.tokens[k], sampled[s][q][k],
+                                drawn[s][q][k], mean[q][k], prior[q][k]])
+        return buf.getvalue()
+
+    def view_file_name(self, layer: int, head: int, suffix: str) -> str:
+        """A file name that says the settings, e.g. "bam-wc_shape_k3_beta1_S32_seed0_L5H0.json"."""
+        import re
+
+        hyper = "".join(f"_{name}{value:g}" for name, value in self.hyper.items())
+        stem = f"{self.model_name}{hyper}_S{self.n_samples}_seed{self.seed}_L{layer}H{head}"
+        return re.sub(r"[^A-Za-z0-9._-]+", "-", stem) + "." + suffix.lstrip(".")
+
+
+def _significant(t: torch.Tensor, digits: int = 6) -> list:
+    """`t` as nested lists of floats rounded to `digits` significant digits (short in JSON and CSV)."""
+    a = t.detach().cpu().double().numpy()
+    return np.array([float(f"{x:.{digits}g}") for x in a.ravel().tolist()]).reshape(a.shape).tolist()
+
+
+def package_version() -> str:
+    """bam_viz's version: the installed distribution's, else the checkout's pyproject.toml."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("bam-viz")
+    except metadata.PackageNotFoundError:
+        import tomllib
+        from pathlib import Path
+
+        pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+        try:
+            return tomllib.loads(pyproject.read_text())["project"]["version"]
+        except (OSError, KeyError, tomllib.TOMLDecodeError):
+            return "unknown"

@@ -3,7 +3,8 @@
     .venv/bin/python bench/latency_floor.py [--presses 20] [--json out.json]
 
 Measures, in one headless chromium and exactly as `bench/browser_latency.py` measures the
-explorer (same sentence, bam-wc, 32 samples, a new k each press, the clock stopped by the footer):
+explorer (same sentence, bam-wc, 32 samples, a new k each press, the clock stopped by the footer,
+which is hidden unless the URL says debug=1 and read all the same):
 
   explorer      the shipped page
   no-panels     the explorer without its panels (metrics, charts, captions, downloads): the
@@ -36,7 +37,7 @@ def run(presses: int = 20) -> dict:
         browser = bl.launch_chromium(p)
         try:
             return {
-                "explorer": bl.measure_app(browser, bl.ROOT / "app.py", "shape_k", presses, 7,
+                "explorer": bl.measure_app(browser, bl.ROOT / "app.py", "shape_k", presses, 8,
                                            bl.EXPLORER_QUERY),
                 **{name: bl.measure_app(browser, bl.ROOT / "app.py", "shape_k", presses, 0,
                                         f"{bl.EXPLORER_QUERY}&bench={name}")

@@ -1,7 +1,11 @@
 """A synthetic `ExplainResult` with the shapes and constraints of a real one, for chart tests.
 
 Weights are drawn from the same distributions the families use (torch.distributions), rows sum
-to 1, and the parameter dictionaries carry the keys documented in `bam_viz.result`.
+to 1, and the parameter dictionaries carry the keys documented in `bam_viz.result`. As in the shipped
+models: "categorical" is stochastic in its top layer only and draws from its prior p(z|x) itself
+(prior and posterior panels coincide); "mc-dropout" is the softmax family made random by dropout on
+the weights in every layer (rows then need not sum to 1), with no prior (its prior panels repeat the
+posterior). KL is zero where a family learns no prior.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import math
 import torch
 from torch.distributions import Categorical, Dirichlet, Gamma, LogNormal, Weibull
 
+from bam_viz import families
 from bam_viz.result import ExplainResult
 
 WORDS = ["the", "film", "<b>is</b>", "not", "bad", "&", "the", "plot", "ends", "well"]
@@ -20,7 +25,9 @@ HYPER = {
     "dirichlet": {"concentration": 20.0},
     "categorical": {},
     "softmax": {},
+    "mc-dropout": {},
 }
+DROPOUT = 0.1
 
 
 def fake_tokens(T: int) -> list[str]:
@@ -43,7 +50,8 @@ def make_fake_result(
     tokens = tokens if tokens is not None else fake_tokens(T)
     assert len(tokens) == T
     if stochastic_layers is None:
-        stochastic_layers = [] if family == "softmax" else [layer for layer in (L - 2, L - 1) if layer >= 0]
+        stochastic_layers = {"softmax": [], "mc-dropout": list(range(L)), "categorical": [L - 1]}.get(
+            family, [layer for layer in (L - 2, L - 1) if layer >= 0])
     scores = torch.randn(L, H, T, T, generator=g) * 2.0              # (L, H, T, T)
     prior_scores = torch.randn(L, H, 1, T, generator=g).expand(L, H, T, T)  # keys only
     mean_weights = scores.softmax(-1)
@@ -75,10 +83,10 @@ def make_fake_result(
         post = Dirichlet(posterior_params["concentration"])
         prior = Dirichlet(prior_params["concentration"])
         prior_weights = prior_scores.softmax(-1)
-    elif family == "categorical":
-        post, prior = Categorical(probs=mean_weights), Categorical(probs=prior_scores.softmax(-1))
-        prior_weights = prior_scores.softmax(-1)
-    elif family == "softmax":
+    elif family == "categorical":                                   # samples from its prior p(z|x) itself
+        post = prior = Categorical(probs=mean_weights)
+        prior_weights = mean_weights
+    elif family in ("softmax", "mc-dropout"):
         post = prior = None
         prior_weights = mean_weights
     else:
@@ -86,7 +94,9 @@ def make_fake_result(
 
     def draw(dist) -> torch.Tensor:                                    # (S, L, H, T, T)
         if dist is None:
-            return mean_weights.expand(S, L, H, T, T).clone()
+            w = mean_weights.expand(S, L, H, T, T).clone()
+            # dropout on the attention weights, as nn.Dropout: zeros, the rest scaled up
+            return w * torch.bernoulli(torch.full_like(w, 1 - DROPOUT)) / (1 - DROPOUT) if family == "mc-dropout" else w
         x = dist.sample((S,))
         if isinstance(dist, Categorical):
             x = torch.nn.functional.one_hot(x, T).float()
@@ -96,14 +106,19 @@ def make_fake_result(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         sample_weights, prior_sample_weights = draw(post), draw(prior)
+    if family == "mc-dropout":                                         # no prior: it repeats the posterior
+        prior_sample_weights = sample_weights.clone()
     deterministic = [layer for layer in range(L) if layer not in stochastic_layers]
     sample_weights[:, deterministic] = mean_weights[deterministic]
     prior_sample_weights[:, deterministic] = mean_weights[deterministic]
     prior_weights = prior_weights.clone()
     prior_weights[deterministic] = mean_weights[deterministic]
 
+    name = "softmax" if family == "mc-dropout" else family
     kl = torch.rand(L, H, generator=g) * 50.0                         # (L, H)
     kl[deterministic] = 0.0
+    if not families.get(name).learned_prior:
+        kl.zero_()
     logits = 1.0 + 0.8 * torch.randn(S, generator=g)                   # (S,)
     if not stochastic_layers:
         logits = logits[:1].expand(S)
@@ -112,7 +127,7 @@ def make_fake_result(
     mean_field = torch.tensor([1 - 0.7, 0.7]) if stochastic_layers else sample_probs[0]
     return ExplainResult(
         text=" ".join(tokens[1:-1]), tokens=tokens, classes=["negative", "positive"],
-        model_name=f"fake-{family}", family=family, stochastic_layers=stochastic_layers,
+        model_name=f"fake-{family}", family=name, stochastic_layers=stochastic_layers,
         hyper=hyper, n_samples=S, seed=seed, truncated=False,
         sample_weights=sample_weights, mean_weights=mean_weights, prior_weights=prior_weights,
         prior_sample_weights=prior_sample_weights, kl=kl, sample_probs=sample_probs,

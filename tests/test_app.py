@@ -55,6 +55,11 @@ def n_charts(at: AppTest) -> int:
     return len(at.get("plotly_chart"))
 
 
+def charts_of(name: str) -> int:
+    """Seven panels' charts, and the sweep where the model has a posterior slider to sweep."""
+    return 7 + (state.swept_hyper(bam_viz.load(name)) is not None)
+
+
 @pytest.fixture(scope="module")
 def at() -> AppTest:
     app = new_app()
@@ -69,9 +74,19 @@ def test_zoo_is_there():
 def test_default_view(at):
     assert at.selectbox(key="model").value == "bam-wc"
     assert_finite_metrics(at)
-    assert n_charts(at) == 7
+    assert n_charts(at) == charts_of(at.selectbox(key="model").value)
     assert at.query_params["model"] == "bam-wc"
     assert any(c.value.startswith("view ") for c in at.caption)
+
+
+def test_the_footer_is_shown_only_with_debug(at):
+    """The footer (view count, server time) is always written, for the benchmarks; a style hides it
+    unless the URL says debug=1 (tests/test_browser.py checks what the browser shows)."""
+    hide = ".st-key-render_marker {display: none}"
+    assert any(hide in h.proto.body for h in at.get("html"))
+    debug = ok(new_app(debug="1").run())
+    assert not any(hide in h.proto.body for h in debug.get("html"))
+    assert any(c.value.startswith("view ") for c in debug.caption)
 
 
 def test_the_dev_calibrated_k_is_named_beside_the_slider_never_applied(at):
@@ -90,7 +105,7 @@ def test_every_model_renders(at, name):
     at.selectbox(key="model").set_value(name)
     ok(at.run())
     assert_finite_metrics(at)
-    assert n_charts(at) == 7
+    assert n_charts(at) == charts_of(name)
     model = bam_viz.load(name)
     for h in state.SLIDERS:
         assert at.select_slider(key=h).disabled == (h not in model.hyper_names)
@@ -138,7 +153,7 @@ def test_sampling_and_picture_controls_at_extremes(at):
             at.selectbox(key=key).set_value(index)
             ok(at.run())
             assert at.query_params[key] == str(index)
-            assert n_charts(at) == 7
+            assert n_charts(at) == charts_of(at.selectbox(key="model").value)
 
 
 def test_picture_controls_do_not_rerun_the_model(at, monkeypatch):
@@ -183,7 +198,7 @@ def test_hostile_text_is_shown_as_text(at, kind):
     at.text_area(key="text").set_value(HOSTILE_TEXTS[kind])
     ok(at.run())
     assert_finite_metrics(at)
-    assert n_charts(at) == 7
+    assert n_charts(at) == charts_of(at.selectbox(key="model").value)
     for md in list(at.markdown) + list(at.caption):
         assert not md.proto.allow_html or "<script" not in md.value
     specs = " ".join(chart.proto.spec for chart in at.get("plotly_chart"))
@@ -235,7 +250,7 @@ def test_page_switch_keeps_the_state(at):
     at.switch_page("views/explorer.py")
     ok(at.run())
     assert at.text_area(key="text").value == "An unforgettable evening."
-    assert n_charts(at) == 7
+    assert n_charts(at) == charts_of(at.selectbox(key="model").value)
 
 
 def test_model_load_error_is_reported(monkeypatch):
@@ -256,4 +271,76 @@ def test_model_load_error_is_reported(monkeypatch):
     assert "corrupt" in at.error[0].value
     at.selectbox(key="model").set_value("bam-wc")
     ok(at.run())
-    assert n_charts(at) == 7
+    assert n_charts(at) == charts_of(at.selectbox(key="model").value)
+
+
+def test_monte_carlo_numbers_carry_their_standard_error():
+    """E[f(z)], the gap and the MI show ± 1 SE below the value (a metric column is too narrow for both
+    on one line), the estimator in the help, and the gap's verdict; one sample shows no NaN."""
+    at = ok(new_app(text="The plot is thin but the actors are wonderful.", model="bam-wc", n_samples="32").run())
+    with_error = [m for m in at.metric if not m.label.startswith("f(E[z])")]
+    assert [m.label.split(" ")[0] for m in with_error] == ["P(positive)", "Gap", "Epistemic"]
+    for m in with_error:
+        assert m.delta.startswith("± ") and float(m.delta.split()[1]) > 0, (m.label, m.delta)
+        assert "standard error" in m.help and "estimator" in m.help
+    assert "jackknife" in with_error[2].help
+    assert any("distinguishable from zero" in c.value for c in at.caption)
+    at.slider(key="n_samples").set_value(1)
+    ok(at.run())
+    assert_finite_metrics(at)
+    assert not any("nan" in f"{m.value} {m.delta}".lower() or "±" in m.delta for m in at.metric)
+    assert any("needs at least 2 samples" in c.value for c in at.caption)
+
+
+def _figure(at: AppTest, title_starts: str) -> dict:
+    import json
+
+    specs = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    return next(s for s in specs if s["layout"].get("title", {}).get("text", "").startswith(title_starts))
+
+
+def test_relative_colour_is_a_picture_control_in_the_url(monkeypatch):
+    """Colour scales are fixed unless the toggle asks for relative ones; the toggle is mirrored in the
+    URL like the other picture controls and, like them, does not rerun the model."""
+    at = ok(new_app(model="bam-wc", layer="5", relative_colour="true").run())
+    assert at.toggle(key="relative_colour").value is True
+    assert at.query_params["relative_colour"] == "True"
+    std_axis = _figure(at, "Layer 5, head 0: attention maps")["layout"]["coloraxis2"]
+    assert std_axis["cmax"] < 0.5 and "relative" in std_axis["colorbar"]["title"]["text"]
+    calls = []
+    real = bam_viz.model.BamClassifier.explain
+    monkeypatch.setattr(bam_viz.model.BamClassifier, "explain",
+                        lambda self, *a, **k: calls.append(a) or real(self, *a, **k))
+    at.toggle(key="relative_colour").set_value(False)
+    ok(at.run())
+    assert calls == [] and at.query_params["relative_colour"] == "False"
+    assert _figure(at, "Layer 5, head 0: attention maps")["layout"]["coloraxis2"]["cmax"] == 0.5
+    assert any("Colours are absolute" in c.value for c in at.caption)
+    assert ok(new_app(model="bam-wc").run()).toggle(key="relative_colour").value is False
+    assert ok(new_app(model="bam-wc", relative_colour="maybe").run()).toggle(key="relative_colour").value is False
+
+
+def test_the_footer_counts_the_samples_actually_drawn():
+    """softmax is deterministic: the page draws one sample whatever the n_samples slider says."""
+    at = ok(new_app(model="softmax", n_samples="32", debug="1").run())
+    footer = next(c.value for c in at.caption if c.value.startswith("view "))
+    assert "· 1 sample ·" in footer
+    assert _figure(at, "P(positive)")["layout"]["title"]["text"].endswith("across 1 attention sample")
+
+
+@pytest.mark.parametrize("name, says, never", [
+    ("mc-dropout", "Every layer is stochastic through dropout", ("grey rows", "moved furthest", "KL 0 nats")),
+    ("categorical", "Only layer 5 is stochastic;", ("layers 5", "moved furthest")),
+])
+def test_the_captions_fit_the_model(name, says, never):
+    if name not in MODELS:
+        pytest.fail(f"{name} is not shipped")
+    at = ok(new_app(model=name, layer="5").run())
+    captions = " ".join(c.value for c in at.caption)
+    assert says in captions and "no KL" in captions
+    assert not any(phrase in captions for phrase in never), captions
+    at.slider(key="n_samples").set_value(1)
+    ok(at.run())
+    captions = " ".join(c.value for c in at.caption)
+    assert "Layer 5 is deterministic" not in captions and "1 attention sample was drawn" in captions
+    assert "1 attention samples" not in captions

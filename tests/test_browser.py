@@ -81,6 +81,26 @@ def test_type_a_sentence_and_move_shape_k(page):
     assert float(start) != pytest.approx(in_url, rel=5e-3)
 
 
+def test_the_footer_is_hidden_yet_readable_and_shown_with_debug(page):
+    """The footer is debug text: hidden from users, still read by the benchmarks (through a fragment
+    rerun too), and shown with the URL parameter debug=1."""
+    marker = page.locator(".st-key-render_marker")
+    assert marker.is_hidden() and bl.marker_view(page) > 0
+    slider = page.get_by_role("slider", name="shape_k")
+    slider.focus()
+    view = bl.marker_view(page)
+    page.keyboard.press("ArrowLeft")
+    bl.wait_for_view(page, view + 1)
+    assert marker.is_hidden() and bl.marker_server_ms(page) is not None
+    url = urlparse(page.url)
+    page.goto(url._replace(query=url.query + "&debug=1").geturl())
+    bl.wait_for_view(page, 1)
+    assert marker.is_visible() and marker.inner_text().startswith("view ")
+    page.goto(url.geturl())                  # back to the user's page for the tests that follow
+    bl.wait_for_view(page, 1)
+    bl.wait_for_charts(page, 7)
+
+
 def test_hostile_text_renders_as_text(page):
     submit_text(page, "<script>window.__pwned = 1</script><img src=x onerror='window.__pwned=2'> fine")
     assert page.evaluate("() => window.__pwned") is None

@@ -10,9 +10,9 @@ import pytest
 import torch
 from fake_result import make_fake_result
 
-from bam_viz import charts
+from bam_viz import charts, families
 
-FAMILIES = ["weibull", "lognormal", "dirichlet", "categorical", "softmax"]
+FAMILIES = ["weibull", "lognormal", "dirichlet", "categorical", "softmax", "mc-dropout"]
 
 
 def fake(family: str, **kw):
@@ -112,14 +112,20 @@ def test_mean_field_and_mc_lines_sit_at_their_values():
     assert lines["E[f(z)]: average over samples"].x[0] == pytest.approx(float(r.mc_probs[1]))
 
 
+def row_labels(fig: go.Figure, trace) -> list[str]:
+    """The y tick labels of a layers x heads trace's rows."""
+    labels = dict(zip(fig.layout.yaxis.tickvals, fig.layout.yaxis.ticktext, strict=True))
+    return [labels[y] for y in trace.y]
+
+
 def test_deterministic_layers_read_as_such():
     r = fake("weibull")                                          # layers 4, 5 stochastic of 6
     for which in ("spread", "kl"):
         fig = charts.layer_head_figure(r, which)
         det = [t for t in fig.data if t.name == "deterministic"][0]
-        assert list(det.y) == [f"layer {i} (deterministic)" for i in range(4)]
+        assert row_labels(fig, det) == [f"layer {i} (deterministic)" for i in range(4)]
         main = [t for t in fig.data if t.name == which][0]
-        assert list(main.y) == ["layer 4", "layer 5"]
+        assert row_labels(fig, main) == ["layer 4", "layer 5"]
     assert "deterministic" in charts.prior_posterior_caption(r, 0, 0, 0)
     fig = charts.key_density_figure(r, 0, 0, 0, 1)
     assert "deterministic" in fig.layout.annotations[0].text
@@ -178,8 +184,10 @@ def test_extreme_weights_and_huge_kl():
     for fig in figs.values():
         assert_finite(fig)
     kl = [t for t in figs["kl"].data if t.name == "kl"][0]
-    assert np.max(kl.z) >= 1e30                                  # huge but drawn, and the colour range holds it
-    assert kl.zmin == 0.0 and kl.zmax >= 1e30
+    assert np.max(kl.customdata) >= 1e30                         # huge but drawn: hover says it
+    assert kl.zmin == 0.0 and kl.zmax == pytest.approx(charts.KL_DECADES) and np.max(kl.z) > kl.zmax  # top colour
+    kl = [t for t in charts.layer_head_figure(r, "kl", relative=True).data if t.name == "kl"][0]
+    assert kl.zmin == 0.0 and kl.zmax >= 1e30                   # the relative range holds it
     captions = all_captions(r, 1)
     assert all("nan" not in c.lower() for c in captions)
 
@@ -243,7 +251,8 @@ def test_selected_head_is_marked():
     r = fake("weibull")
     fig = charts.layer_head_figure(r, "spread", selected=(5, 3))
     marker = [t for t in fig.data if t.name == "selected"][0]
-    assert list(marker.x) == ["head 3"] and list(marker.y) == ["layer 5"]
+    assert list(marker.x) == [3] and list(marker.y) == [5]
+    assert fig.layout.xaxis.ticktext[3] == "head 3" and fig.layout.yaxis.ticktext[5] == "layer 5"
     with pytest.raises(ValueError):
         charts.layer_head_figure(r, "entropy")
 
@@ -281,20 +290,100 @@ def test_validation_check_can_fail():
     assert json.loads(go.Figure(fig.to_dict()).to_json()) != json.loads(fig.to_json())
 
 
-def test_kl_colour_spans_the_stochastic_range_only():
+def test_relative_colour_spans_the_stochastic_range_only():
     r = fake("weibull")                                          # layers 4, 5 stochastic of 6
     r.kl = 988.0 + torch.rand(r.kl.shape, generator=torch.Generator().manual_seed(1))
+    r.kl[:4] = 0.0
+    caption = charts.layer_head_caption(r, relative=True)
     for which, values in (("kl", r.kl), ("spread", r.spread)):
-        fig = charts.layer_head_figure(r, which)
+        fig = charts.layer_head_figure(r, which, relative=True)
         main = [t for t in fig.data if t.name == which][0]
         assert main.zmin == pytest.approx(float(values[4:].min()))
         assert main.zmax == pytest.approx(float(values[4:].max()))
-        assert main.colorbar.ticktext[0] == f"{float(values[4:].min()):.4g}"
-    caption = charts.layer_head_caption(r)
-    assert "relative" in caption and f"{float(r.kl[4:].min()):.4g}" in caption
+        ticks = main.colorbar.ticktext
+        assert float(ticks[0]) == pytest.approx(float(values[4:].min()), rel=1e-3)
+        assert "relative" in main.colorbar.title.text
+        assert f"{which} {ticks[0]} to {ticks[-1]}".replace("kl", "KL") in caption   # as the colour bar says
+    assert "relative" in caption
+    assert "absolute" in charts.layer_head_caption(r)
     r.kl = torch.full(r.kl.shape, 5.0)                           # all equal: a valid, non-empty range
-    main = [t for t in charts.layer_head_figure(r, "kl").data if t.name == "kl"][0]
-    assert main.zmax > main.zmin == 5.0
+    main = [t for t in charts.layer_head_figure(r, "kl", relative=True).data if t.name == "kl"][0]
+    assert main.zmin < 5.0 < main.zmax
+
+
+def colour_positions(trace) -> np.ndarray:
+    """Where each cell's value falls on its trace's colour scale: 0 bottom, 1 top (clipped)."""
+    return np.clip((np.asarray(trace.z, dtype=float) - trace.zmin) / (trace.zmax - trace.zmin), 0.0, 1.0)
+
+
+def test_colour_scales_are_fixed_per_quantity_unless_relative():
+    r = fake("weibull")
+    for which, lo, hi in (("spread", *charts.STD_RANGE), ("kl", 0.0, charts.KL_DECADES)):
+        main = [t for t in charts.layer_head_figure(r, which).data if t.name == which][0]
+        assert (main.zmin, main.zmax) == pytest.approx((lo, hi))
+        title = main.colorbar.title.text
+        assert f"{hi:g}" in title or "10⁶" in title                # the range is stated
+    maps = charts.sampled_maps_figure(r, 5, 0).layout
+    assert (maps.coloraxis.cmin, maps.coloraxis.cmax) == charts.WEIGHT_RANGE
+    assert (maps.coloraxis2.cmin, maps.coloraxis2.cmax) == charts.STD_RANGE
+    assert "0 to 1" in maps.coloraxis.colorbar.title.text and "0 to 0.5" in maps.coloraxis2.colorbar.title.text
+    relative = charts.sampled_maps_figure(r, 5, 0, relative=True)
+    axis = relative.layout.coloraxis2
+    assert axis.cmax == pytest.approx(np.asarray(relative.data[1].z).max()) and "relative" in axis.colorbar.title.text
+
+
+@pytest.fixture(scope="module")
+def bam_wc():
+    import bam_viz
+
+    return bam_viz.load("bam-wc")
+
+
+TEXT = "The acting is superb, but the plot is a tedious mess."
+
+
+def test_a_near_certain_std_map_is_pale_and_an_uncertain_one_is_not(bam_wc):
+    """At k = 1000 the Weibull is nearly a point mass: its std map must read as no uncertainty,
+    unlike k = 0.2, and not be stretched to the same orange."""
+    layer = bam_wc.config.stochastic_layers[-1]
+    std = {}
+    for k in (1000.0, 0.2):
+        r = bam_wc.explain(TEXT, 16, seed=0, shape_k=k)
+        fig = charts.sampled_maps_figure(r, layer, 0)
+        trace = [t for t in fig.data if t.type == "heatmap" and t.name.startswith("std")][0]
+        axis = fig.layout.coloraxis2
+        assert (axis.cmin, axis.cmax) == charts.STD_RANGE       # the same fixed scale at both k
+        std[k] = np.asarray(trace.z).max() / axis.cmax           # top of the map, as a share of the scale
+    assert std[1000.0] < 0.01                                    # near the bottom
+    assert std[0.2] > 0.3
+    relative = charts.sampled_maps_figure(bam_wc.explain(TEXT, 16, seed=0, shape_k=1000.0), layer, 0, relative=True)
+    assert relative.layout.coloraxis2.cmax < 0.01                # only on request: stretched to its own max
+
+
+def test_a_constant_spread_grid_does_not_span_the_colour_scale():
+    """Every head of a hard alignment varies alike: values equal but for float32 rounding must not
+    be drawn as yellow against purple."""
+    r = fake("categorical")                                      # layer 5 alone stochastic
+    r.spread = torch.zeros(r.kl.shape)
+    r.spread[5] = 0.01461 + 1e-9 * torch.arange(r.kl.shape[1])
+    for relative in (False, True):
+        main = [t for t in charts.layer_head_figure(r, "spread", relative=relative).data if t.name == "spread"][0]
+        positions = colour_positions(main)
+        assert np.ptp(positions) < 1e-3, relative                # one colour for one value
+        assert positions.max() < (0.1 if not relative else 0.6)  # fixed: near the bottom; relative: the middle
+    assert "varies alike" in charts.layer_head_caption(r)
+
+
+def test_kl_colour_bar_ticks_are_distinct(bam_wc):
+    r = fake("weibull")
+    r.kl = 2574.6 + 0.8 * torch.rand(r.kl.shape, generator=torch.Generator().manual_seed(0))
+    smallest_beta = bam_wc.explain(TEXT, 8, seed=0, beta=families.get("weibull").spec("beta").low)
+    for result in (r, smallest_beta):
+        for relative in (False, True):
+            main = [t for t in charts.layer_head_figure(result, "kl", relative=relative).data if t.name == "kl"][0]
+            labels = list(main.colorbar.ticktext)
+            assert len(set(labels)) == len(labels) == len(main.colorbar.tickvals), labels
+            assert main.zmin <= min(main.colorbar.tickvals) and max(main.colorbar.tickvals) <= main.zmax
 
 
 @pytest.mark.parametrize("family", ["weibull", "lognormal", "dirichlet"])
@@ -314,7 +403,7 @@ def test_density_none_gives_a_message(monkeypatch):
     r = fake("weibull")
     monkeypatch.setattr(type(r), "key_densities", lambda self, *args, **kw: None)
     fig = charts.key_density_figure(r, 5, 0, 0, 1)
-    assert not fig.data and "no continuous density" in fig.layout.annotations[0].text
+    assert not fig.data and "no continuous density" in fig.layout.annotations[0].text.replace("<br>", " ")
     go.Figure(fig.to_dict())
 
 
@@ -360,3 +449,152 @@ def test_the_uncertainty_verdict_follows_the_numbers(total, epistemic, says):
 def test_the_prediction_caption_ends_with_its_verdict():
     r = fake("weibull")
     assert charts.prediction_caption(r).endswith(charts.uncertainty_verdict(r))
+
+
+# ---- the panel bugs ------------------------------------------------------------------------------
+def test_a_lone_stochastic_layer_sits_on_its_own_row():
+    """categorical is stochastic in layer 5 alone. plotly.js places a one-row heatmap on a category
+    axis by its raw label, away from its tick and the selection square: rows are numbers on linear
+    axes instead, each heatmap a run of consecutive layers, so row y spans [y - 0.5, y + 0.5]."""
+    for r, selected in ((fake("categorical"), (5, 2)),
+                        (fake("weibull", stochastic_layers=[1, 3, 4]), (3, 0)),
+                        (fake("weibull", H=1, L=2, stochastic_layers=[1]), (1, 0))):
+        L, H = r.kl.shape
+        fig = charts.layer_head_figure(r, "spread", selected=selected)
+        layout = fig.layout
+        assert layout.yaxis.type is None and layout.xaxis.type is None           # linear, not category
+        assert list(layout.yaxis.tickvals) == list(range(L)) and list(layout.yaxis.range) == [L - 0.5, -0.5]
+        assert list(layout.xaxis.tickvals) == list(range(H)) and list(layout.xaxis.range) == [-0.5, H - 0.5]
+        rows = []
+        for t in fig.data:
+            if t.type == "heatmap":
+                assert list(t.y) == list(range(t.y[0], t.y[0] + len(t.y))), t.y      # consecutive
+                assert list(t.x) == list(range(H)) and np.asarray(t.z).shape == (len(t.y), H)
+                rows += list(t.y)
+        assert sorted(rows) == list(range(L))                                         # each row once
+        main = [t for t in fig.data if t.name == "spread"]
+        assert sorted(y for t in main for y in t.y) == r.stochastic_layers
+        assert all(row_labels(fig, t) == [f"layer {y}" for y in t.y] for t in main)
+        marker = [t for t in fig.data if t.name == "selected"][0]
+        assert (marker.x[0], marker.y[0]) == (selected[1], selected[0])
+
+
+@pytest.mark.parametrize("family", ["mc-dropout", "categorical"])
+def test_the_density_message_fits_a_narrow_column(family):
+    """plotly never wraps an annotation: a one-line message centred in the density column was cut
+    off on both sides. Lines stay within MESSAGE_CHARS, with every word kept."""
+    r = fake(family)
+    fig = charts.key_density_figure(r, r.stochastic_layers[-1], 0, 0, 1)
+    text = fig.layout.annotations[0].text
+    lines = text.split("<br>")
+    assert len(lines) > 1 and all(len(line) <= charts.MESSAGE_CHARS for line in lines), lines
+    assert " ".join(lines) == charts.Facts.of(r).no_density(r.stochastic_layers[-1])
+    long = charts._message_figure("word " * 400).layout.annotations[0].text.split("<br>")
+    assert all(len(line) <= charts.MESSAGE_CHARS for line in long) and long[-1].endswith("…")
+    assert 20 * len(long) <= 380 - 60                                               # fits the height
+
+
+def test_one_sample_of_a_stochastic_layer_is_not_called_deterministic():
+    r = fake("weibull", S=1)                                     # layers 4, 5 stochastic
+    for caption in all_captions(r, 5):
+        assert "deterministic" not in caption.replace("ordinary, deterministic attention", ""), caption
+    assert "1 attention sample was drawn" in charts.sampled_maps_caption(r, 5, 0)
+    assert "1 attention sample" in charts.layer_head_caption(r)
+    assert "deterministic" in charts.sampled_maps_caption(r, 0, 0)             # layer 0 is
+
+
+def test_mc_dropout_has_no_grey_rows_and_no_prior():
+    r = fake("mc-dropout")                                       # every layer stochastic, family softmax
+    assert r.family == "softmax" and r.stochastic_layers == list(range(6))
+    caption = charts.layer_head_caption(r)
+    assert "grey rows" not in caption and "Every layer is stochastic through dropout" in caption
+    assert "no prior" in caption and "moved furthest" not in caption and "KL 0" not in caption
+    kl = charts.layer_head_figure(r, "kl", selected=(0, 0))
+    assert {t.name for t in kl.data} == {"no prior", "selected"} and "no learned prior" in kl.layout.title.text
+    assert "no prior" in charts.prior_posterior_caption(r, 3, 0, 0)
+    assert "Dropout" in charts.key_density_caption(r, 3, 0, 0, 1)
+    cat = charts.layer_head_caption(fake("categorical"))
+    assert "learns no separate prior" in cat and "moved furthest" not in cat
+    assert "samples from" in charts.prior_posterior_caption(fake("categorical"), 5, 0, 0)
+    assert "moved furthest" in charts.layer_head_caption(fake("weibull"))
+
+
+def test_singular_and_plural():
+    assert "Only layer 5 is stochastic;" in charts.layer_head_caption(fake("categorical"))
+    assert "Only layers 4 and 5 are stochastic;" in charts.layer_head_caption(fake("weibull"))
+    assert "Only layers 3, 4 and 5 are stochastic;" in charts.layer_head_caption(
+        fake("weibull", stochastic_layers=[3, 4, 5]))
+    one = fake("weibull", S=1)
+    assert charts.prediction_figure(one).layout.title.text.endswith("across 1 attention sample")
+    assert charts.prediction_figure(fake("weibull")).layout.title.text.endswith("across 8 attention samples")
+    assert charts.sampled_maps_figure(one, 5, 0).data[1].name == "std over 1 sample"
+    assert "1 attention samples" not in " ".join(all_captions(one, 5) + all_captions(fake("softmax"), 5))
+    assert charts.count(1, "sample") == "1 sample" and charts.count(0, "sample") == "0 samples"
+
+
+FACTS = {   # family: (stochastic layers, has a density, prior)
+    "weibull": ((4, 5), True, "learned"), "lognormal": ((4, 5), True, "learned"),
+    "dirichlet": ((4, 5), True, "learned"), "categorical": ((5,), False, "alignment"),
+    "softmax": ((), False, "none"), "mc-dropout": ((0, 1, 2, 3, 4, 5), False, "none"),
+}
+
+
+@pytest.mark.parametrize("family", FACTS)
+def test_the_caption_facts_come_from_the_registry(family):
+    facts = charts.Facts.of(fake(family))
+    layers, density, prior = FACTS[family]
+    assert (facts.stochastic_layers, facts.has_density, facts.prior) == (layers, density, prior)
+    assert facts.dropout == (family == "mc-dropout")
+    assert (facts.no_prior() is None) == (prior == "learned")
+    assert (facts.no_density(5) is None) == density
+    assert facts.deterministic(5) is None if layers else "no stochastic layer" in facts.deterministic(5)
+
+
+def test_every_caption_goes_through_the_facts(monkeypatch):
+    """One home for what the panel captions say about a model: each asks `Facts.of`."""
+    captions = ["prior_posterior_caption", "key_density_caption", "sampled_maps_caption", "prediction_caption",
+                "layer_head_caption"]
+    r = fake("weibull")
+    real = charts.Facts.of.__func__
+    calls = []
+    monkeypatch.setattr(charts.Facts, "of", classmethod(lambda cls, res: calls.append(1) or real(cls, res)))
+    for name in captions:
+        calls.clear()
+        fn = getattr(charts, name)
+        n_args = fn.__code__.co_argcount - len(fn.__defaults__ or ())
+        fn(r, *[5, 0, 0, 1][:n_args - 1])
+        assert calls, f"{name} does not use Facts"
+
+
+def _sweep(mi, trained=3.0):
+    from bam_viz.sweep import Sweep
+
+    values = np.array([0.2, 1.0, 3.0, 10.0, 1000.0])
+    p = np.array([0.4, 0.5, 0.6, 0.62, 0.62])
+    return Sweep(name="shape_k", values=values, p_mc=p, p_mc_se=np.array([0.05, 0.02, 0.01, 0.0, 0.0]),
+                 p_mean_field=np.full(5, 0.62), mutual_information=np.asarray(mi, dtype=float), trained=trained,
+                 scale="log", n_samples=32, seed=0)
+
+
+def test_sweep_figure_marks_the_band_and_both_values():
+    s = _sweep([0.2, 0.05, 0.01, 0.0, 0.0])
+    fig = charts.sweep_figure(s, current=1.0)
+    validated = go.Figure(fig.to_dict())
+    assert json.loads(validated.to_json()) == json.loads(fig.to_json())
+    band = fig.data[0]
+    assert band.fill == "toself" and len(band.x) == 10
+    np.testing.assert_allclose(band.y[:5], np.clip(s.p_mc + 2 * s.p_mc_se, 0, 1))
+    np.testing.assert_allclose(band.y[5:], np.clip(s.p_mc - 2 * s.p_mc_se, 0, 1)[::-1])
+    assert fig.layout.xaxis.type == "log"
+    assert sorted(round(shape.x0, 6) for shape in fig.layout.shapes) == [1.0, 3.0]
+    # on a log axis plotly places annotations by log10 of the value
+    assert sorted(round(a.x, 6) for a in fig.layout.annotations) == [0.0, round(np.log10(3.0), 6)]
+    one = charts.sweep_figure(s, current=3.0)
+    assert len(one.layout.shapes) == 1 and "now = trained" in one.layout.annotations[0].text
+
+
+def test_sweep_caption_reads_the_numbers():
+    assert "disagree most at shape_k = 0.2 (mutual information 0.200 nats)" in charts.sweep_caption(
+        _sweep([0.2, 0.05, 0.01, 0.0, 0.0]), current=1.0)
+    calm = charts.sweep_caption(_sweep([0.0, 0.0, 0.0, 0.0, 0.0]), current=1.0)
+    assert "agree everywhere" in calm and "E[f(z)] = 0.500 ± 0.020" in calm

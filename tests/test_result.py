@@ -1,11 +1,15 @@
 """ExplainResult: summaries of the predictive and the key densities, against Monte Carlo."""
 
+import dataclasses
 import math
 
 import numpy as np
 import pytest
 import torch
+from fake_result import make_fake_result
 
+import bam_viz
+from bam_viz import metrics
 from bam_viz.families.sampling import log_gamma_rsample, log_lognormal_rsample, log_weibull_rsample
 from bam_viz.result import ExplainResult
 
@@ -109,3 +113,125 @@ def test_spread_is_the_mean_sample_std_and_a_sampler_result_needs_no_tensor():
     assert lazy.prior_sample_weights.shape == (3, 2, 1, 3, 3) and asked == [(1, 0), (0, 0)]
     with pytest.raises(ValueError, match="prior_sampler"):
         ExplainResult(**fields)
+
+
+# ---- the explorer's downloads: one layer and head, the settings in a header and the file name ----
+def _eleven_tokens():
+    from fake_result import make_fake_result
+
+    r = make_fake_result("weibull", T=11, S=32, L=6, H=12)          # the shipped models' shape
+    r.model_name, r.seed = "bam-wc", 7
+    return r
+
+
+def test_view_json_holds_the_selected_head_with_its_settings():
+    import json
+    import tomllib
+    from pathlib import Path
+
+    from bam_viz.result import package_version
+
+    r = _eleven_tokens()
+    view = r.view_json(5, 3)
+    header = view["header"]
+    assert {k: header[k] for k in ("text", "tokens", "model", "family", "hyper", "n_samples", "seed", "layer",
+                                   "head")} == {
+        "text": r.text, "tokens": r.tokens, "model": "bam-wc", "family": "weibull", "hyper": r.hyper,
+        "n_samples": 32, "seed": 7, "layer": 5, "head": 3}
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    assert header["bam_viz_version"] == package_version() == pyproject["project"]["version"]
+    assert view["headline"] == pytest.approx({
+        "p_positive": float(r.mc_probs[1]), "p_positive_mean_field": float(r.mean_field_probs[1]), "gap": r.gap,
+        "mutual_information": r.mutual_information, "predictive_entropy": r.predictive_entropy,
+        "expected_entropy": r.expected_entropy})
+    for name, full in (("sample_weights", r.sample_weights[:, 5, 3]), ("prior_sample_weights", r.prior_draws(5, 3)),
+                       ("mean_weights", r.mean_weights[5, 3]), ("prior_weights", r.prior_weights[5, 3]),
+                       ("sample_probs", r.sample_probs)):
+        got = torch.tensor(view[name], dtype=torch.float64)
+        assert got.shape == full.shape, name
+        torch.testing.assert_close(got, full.double(), rtol=1e-5, atol=1e-12)   # 6 significant digits
+    assert view["kl"] == pytest.approx(float(r.kl[5, 3]))
+    # All 72 heads, every sample and prior draw: some MB. One head: tens of kB.
+    size = len(json.dumps(view))
+    assert size < 150_000 and size * 50 < len(json.dumps(r.to_json()))
+
+
+def test_view_csv_is_long_form_under_the_same_header():
+    import csv
+    import json
+
+    r = _eleven_tokens()
+    text = r.view_csv(5, 3)
+    comments = [line for line in text.splitlines() if line.startswith("# ")]
+    header = {line[2:].split(": ", 1)[0]: json.loads(line[2:].split(": ", 1)[1]) for line in comments}
+    assert header == json.loads(json.dumps({**r.view_header(5, 3), **r.view_headline()}))
+    rows = list(csv.DictReader(line for line in text.splitlines() if not line.startswith("# ")))
+    S, T = 32, 11
+    assert len(rows) == S * T * T and len(text) < 400_000
+    row = rows[(2 * T + 4) * T + 6]                                  # sample 2, query 4, key 6
+    assert (row["sample"], row["query"], row["key"]) == ("2", "4", "6")
+    assert (row["query_token"], row["key_token"]) == (r.tokens[4], r.tokens[6])
+    assert float(row["weight"]) == pytest.approx(float(r.sample_weights[2, 5, 3, 4, 6]), rel=1e-5)
+    assert float(row["prior_draw"]) == pytest.approx(float(r.prior_draws(5, 3)[2, 4, 6]), rel=1e-5)
+    assert float(row["mean_weight"]) == pytest.approx(float(r.mean_weights[5, 3, 4, 6]), rel=1e-5)
+    assert float(row["prior_weight"]) == pytest.approx(float(r.prior_weights[5, 3, 4, 6]), rel=1e-5)
+    assert float(row["sample_p_positive"]) == pytest.approx(float(r.sample_probs[2, 1]), rel=1e-5)
+
+
+def test_view_file_name_says_the_settings():
+    r = _eleven_tokens()
+    assert r.view_file_name(5, 0, "json") == "bam-wc_shape_k10_beta1_S32_seed7_L5H0.json"
+    r.model_name, r.hyper = "my model/../x", {"shape_k": 0.237, "beta": 1e-4}
+    assert r.view_file_name(4, 11, ".csv") == "my-model-..-x_shape_k0.237_beta0.0001_S32_seed7_L4H11.csv"
+
+
+def _with_mean_field(r: ExplainResult, p_positive: float) -> ExplainResult:
+    return dataclasses.replace(r, mean_field_probs=torch.tensor([1 - p_positive, p_positive]))
+
+
+def test_standard_errors_by_hand():
+    p = [0.2, 0.4, 0.9, 0.5]                                             # mean 0.5, sum of squares 0.26
+    probs = torch.tensor([[1 - x, x] for x in p], dtype=torch.float64)
+    r = _with_mean_field(make("weibull", {}, {}, probs), 0.6)
+    se = r.se
+    assert se.n_samples == 4
+    assert se.p_positive == pytest.approx(math.sqrt(0.26 / 3 / 4))
+    assert se.gap == pytest.approx(se.p_positive)                        # f(E[z]) is a constant
+    assert r.gap == pytest.approx(-0.1) and r.gap_distinguishable is False  # 0.1 < 2 * 0.147
+    replicates = np.array([metrics.mutual_information(np.delete(probs.numpy(), i, 0)[None])[0] for i in range(4)])
+    jackknife = math.sqrt(3 / 4 * np.sum((replicates - replicates.mean()) ** 2))     # (S-1)/S sum of squares
+    assert se.mutual_information == pytest.approx(jackknife)
+    close = torch.tensor([[0.2, 0.8], [0.18, 0.82], [0.19, 0.81], [0.21, 0.79]])
+    assert _with_mean_field(make("weibull", {}, {}, close), 0.6).gap_distinguishable is True
+
+
+def test_standard_errors_are_none_when_not_estimable_and_zero_when_exact():
+    one = make("weibull", {}, {}, torch.tensor([[0.3, 0.7]]))
+    assert (one.se.p_positive, one.se.gap, one.se.mutual_information) == (None, None, None)
+    assert one.gap_distinguishable is None
+    two = make("weibull", {}, {}, torch.tensor([[0.3, 0.7], [0.6, 0.4]]))
+    assert two.se.gap == pytest.approx(0.15) and two.se.mutual_information is None  # jackknife needs 3
+    same = make("weibull", {}, {}, torch.tensor([[0.3, 0.7]] * 5))
+    assert (same.se.p_positive, same.se.gap, same.se.mutual_information) == (0.0, 0.0, 0.0)
+    exact = make_fake_result("softmax", S=1)                             # deterministic: no Monte Carlo
+    assert exact.stochastic_layers == [] and exact.se.gap == 0.0 and exact.gap_distinguishable is False
+    assert "p_positive" in exact.se.estimator and "jackknife" in exact.se.estimator
+
+
+def test_standard_errors_match_the_spread_over_seeds():
+    """On a real model, the SE that one result reports against the sd of its estimate over seeds.
+
+    With n = 30 seeds the sd over seeds is itself uncertain by a factor of about
+    exp(±1/sqrt(2(n-1))) = exp(±0.13) for normal values: the ratio must lie within 3.5 of those,
+    [0.63, 1.58]. The root mean square SE is compared: the squared SE estimates the variance
+    (unbiased for a mean; conservative for the jackknife), the mean SE is lower by Jensen."""
+    model = bam_viz.load("bam-wc")
+    text, n_seeds = "A quietly moving film.", 30
+    results = [model.explain(text, n_samples=32, seed=s, shape_k=0.5) for s in range(n_seeds)]
+    tolerance = math.exp(3.5 / math.sqrt(2 * (n_seeds - 1)))
+    for quantity, estimate in (("p_positive", lambda r: float(r.mc_probs[r.positive_index])),
+                               ("gap", lambda r: r.gap),
+                               ("mutual_information", lambda r: r.mutual_information)):
+        spread = np.std([estimate(r) for r in results], ddof=1)
+        rms_se = math.sqrt(np.mean([getattr(r.se, quantity) ** 2 for r in results]))
+        assert 1 / tolerance < spread / rms_se < tolerance, (quantity, spread, rms_se)

@@ -55,7 +55,7 @@ def sentence_controls(corpus: bool) -> None:
     cols = st.columns(len(state.EXAMPLES) + 1)
     for col, (label, sentence) in zip(cols, state.EXAMPLES.items(), strict=False):
         col.button(f"Example: {label}", key=f"example_{label}", on_click=_set, args=("text", sentence),
-                   width="stretch", help=sentence)
+                   width="stretch", help=state.EXAMPLE_HELP[label])
     if corpus:
         cols[-1].button("Random review", key="random_sentence", on_click=_random_sentence,
                         icon=":material/casino:",
@@ -149,14 +149,38 @@ def sampling_controls(model) -> None:
 def headline(result) -> None:
     i = result.positive_index
     cols = st.columns(4)
-    cols[0].metric("P(positive) = E[f(z)]", f"{float(result.mc_probs[i]):.3f}",
-                   help="The model's answer: average of the predictions of every attention sample.")
+
+    def estimate(col, label: str, quantity: str, value: float, help: str, sign: bool = False,
+                 unit: str = "") -> None:
+        number, error = charts.with_se(result, quantity, value, sign)
+        col.metric(label, number + unit, delta=error, delta_color="off", delta_arrow="off",
+                   help=f"{help} {charts.se_help(result, quantity)}")
+
+    estimate(cols[0], "P(positive) = E[f(z)]", "p_positive", float(result.mc_probs[i]),
+             "The model's answer: average of the predictions of every attention sample.")
     cols[1].metric("f(E[z]), mean attention", f"{float(result.mean_field_probs[i]):.3f}",
                    help="One prediction, with every stochastic layer at its mean attention.")
-    cols[2].metric("Gap E[f(z)] − f(E[z])", charts.signed(result.gap),
-                   help="What averaging over attention samples changes in P(positive).")
-    cols[3].metric("Epistemic (mutual information)", f"{result.mutual_information:.3f} nats",
-                   help="The part of the predictive entropy due to attention samples disagreeing.")
+    estimate(cols[2], "Gap E[f(z)] − f(E[z])", "gap", result.gap,
+             "What averaging over attention samples changes in P(positive).", sign=True)
+    estimate(cols[3], "Epistemic (mutual information)", "mutual_information", result.mutual_information,
+             "The part of the predictive entropy due to attention samples disagreeing.", unit=" nats")
+    st.caption(charts.monte_carlo_caption(result))
+
+
+def sweep_panel(model, name: str, text: str, hyper: dict, n_samples: int, seed: int) -> None:
+    """The prediction and the mutual information over the whole range of one slider."""
+    swept = state.swept_hyper(model)
+    if swept is None:
+        return
+    st.subheader(f"Across the whole {swept} range")
+    if n_samples < 2:
+        st.info("The sweep needs at least 2 attention samples: raise n_samples.")
+        return
+    prior_only = {s.name for s in model.slider_specs if s.prior_only}
+    others = tuple((h, v) for h, v in hyper.items() if h != swept and h not in prior_only)
+    result = state.get_sweep(model, name, text, swept, others, n_samples, seed)
+    _plot(charts.sweep_figure(result, current=hyper.get(swept)), "sweep")
+    st.caption(charts.sweep_caption(result, current=hyper.get(swept)))
 
 
 def prediction_panel(result) -> None:
@@ -169,7 +193,7 @@ def prediction_panel(result) -> None:
         st.caption(charts.prediction_caption(result))
 
 
-def picture_controls(result, model) -> tuple[int, int, int, int]:
+def picture_controls(result, model) -> tuple[int, int, int, int, bool]:
     T, L, H = len(result.tokens), model.n_layers, model.n_heads
     default_layer = result.stochastic_layers[-1] if result.stochastic_layers else L - 1
     for key, n, default in (("layer", L, default_layer), ("head", H, 0), ("query_token", T, 0),
@@ -190,16 +214,21 @@ def picture_controls(result, model) -> tuple[int, int, int, int]:
                    help="Whose attention to inspect: [CLS] is what the classifier reads.")
     c[3].selectbox("Key token for the density (key_token)", options, key="key_token",
                    persist_state="session", format_func=lambda i: charts.token_option(result.tokens, i))
+    ss.setdefault("relative_colour", False)
+    st.toggle("Relative colour scales", key="relative_colour", persist_state="session",
+              help="Off: every colour scale is fixed (weights 0 to 1, std and spread 0 to 0.5, KL on a log "
+                   "scale), so a colour means the same value everywhere. On: each scale stretches over the "
+                   "values shown, for contrast; a bright cell is then high only compared with the others.")
     picture = {k: ss[k] for k in state.PICTURE_KEYS}
     state.write_query_params(state.PICTURE_KEYS, picture)
-    return ss["layer"], ss["head"], ss["query_token"], ss["key_token"]
+    return ss["layer"], ss["head"], ss["query_token"], ss["key_token"], ss["relative_colour"]
 
 
 @st.fragment
 def inspection(result, model) -> None:
     """Everything that depends on layer, head and tokens: reruns alone, never re-runs the model."""
     st.subheader("Inside the attention")
-    layer, head, query, key = picture_controls(result, model)
+    layer, head, query, key, relative = picture_controls(result, model)
 
     st.markdown("**1 · Prior vs posterior** for the selected query")
     left, right = st.columns([3, 2])
@@ -211,38 +240,48 @@ def inspection(result, model) -> None:
         st.caption(charts.key_density_caption(result, layer, head, query, key))
 
     st.markdown(f"**2 · Sampled attention maps**, layer {layer} head {head}")
-    _plot(charts.sampled_maps_figure(result, layer, head), "maps")
-    st.caption(charts.sampled_maps_caption(result, layer, head))
+    _plot(charts.sampled_maps_figure(result, layer, head, relative=relative), "maps")
+    st.caption(charts.sampled_maps_caption(result, layer, head, relative=relative))
 
     st.markdown("**3 · Where the uncertainty lives**, every layer and head")
     left, right = st.columns(2)
     with left:
-        _plot(charts.layer_head_figure(result, "spread", selected=(layer, head)), "spread")
+        _plot(charts.layer_head_figure(result, "spread", selected=(layer, head), relative=relative), "spread")
     with right:
-        _plot(charts.layer_head_figure(result, "kl", selected=(layer, head)), "kl")
-    st.caption(charts.layer_head_caption(result))
+        _plot(charts.layer_head_figure(result, "kl", selected=(layer, head), relative=relative), "kl")
+    st.caption(charts.layer_head_caption(result, relative=relative))
+    st.divider()
+    downloads(result, layer, head)       # here, so that they follow the selected layer and head
 
 
-def downloads(result) -> None:
+def downloads(result, layer: int, head: int) -> None:
+    """What the page shows for the selected layer and head, with the settings in a header and in
+    the file name; `ExplainResult.to_json()` has every layer and head, from the library."""
     c = st.columns(2)
-    # Deferred: serialising every sampled weight takes a while, so only on click.
-    c[0].download_button("Download the result (JSON)", data=lambda: json.dumps(result.to_json()),
-                         file_name=f"bam-{result.model_name}.json", mime="application/json",
+    # Deferred to the click: the page's reruns need not serialise anything.
+    c[0].download_button(f"Download layer {layer} head {head} (JSON)",
+                         data=lambda: json.dumps(result.view_json(layer, head), ensure_ascii=False),
+                         file_name=result.view_file_name(layer, head, "json"), mime="application/json",
                          on_click="ignore", key="download_json")
-    c[1].download_button("Download sampled weights (CSV)", data=result.weights_csv,
-                         file_name=f"bam-{result.model_name}-weights.csv", mime="text/csv",
+    c[1].download_button(f"Download layer {layer} head {head} (CSV)", data=lambda: result.view_csv(layer, head),
+                         file_name=result.view_file_name(layer, head, "csv"), mime="text/csv",
                          on_click="ignore", key="download_csv")
 
 
-def render_marker(values: dict, started: float) -> None:
-    """A visible footer that names the view and the server's time on it; its run counter is what
-    the latency benchmark waits for, and the time lets it split server from browser."""
+def render_marker(values: dict, started: float, n_samples: int) -> None:
+    """A footer that names the view and the server's time on it: its run counter is what the latency
+    benchmarks and the browser tests wait for, and the time lets them split server from browser.
+    It is always written, and shown only with the URL parameter debug=1: otherwise a style hides it,
+    and it stays in the page for the benchmarks to read (`innerText` of a hidden element is its text)."""
     ss["_runs"] = ss.get("_runs", 0) + 1
     hyper = " · ".join(f"{k}={state.format_value(values[k])}" for k in state.SLIDERS if k in values)
     server_ms = 1000 * (time.perf_counter() - started)
+    if st.query_params.get("debug") != "1":
+        # Style only: Streamlit puts it in the event container, where it takes no space.
+        st.html("<style>.st-key-render_marker {display: none}</style>")
     with st.container(key="render_marker"):
         st.caption(f"view {ss['_runs']} · model {values['model']} · {hyper or 'no hyperparameters'} · "
-                   f"{values['n_samples']} samples · seed {values['seed']} · server {server_ms:.0f} ms")
+                   f"{charts.count(n_samples, 'sample')} · seed {values['seed']} · server {server_ms:.0f} ms")
 
 
 # ---- the page -----------------------------------------------------------------------------------
@@ -300,16 +339,15 @@ def live_view(model, name: str) -> None:
         st.info(f"{err}")
         return
     if variant in BENCH_VARIANTS:
-        render_marker(values, started)
+        render_marker(values, started, result.n_samples)
         return
     for note in result.notes:
         (st.warning if result.truncated and "longer" in note else st.info)(note)
 
     headline(result)
+    sweep_panel(model, name, text, dict(hyper), n_samples, seed)
     prediction_panel(result)
     inspection(result, model)
-    st.divider()
-    downloads(result)
-    render_marker(values, started)
+    render_marker(values, started, result.n_samples)
 
 main()

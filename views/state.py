@@ -7,7 +7,9 @@ sees them.
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import streamlit as st
 
@@ -19,18 +21,26 @@ DEFAULT_N_SAMPLES = 32
 N_SAMPLES_RANGE = (1, 64)             # see get_result for the memory bound
 SEED_RANGE = (0, 9999)
 GRID_PER_DECADE = 16                    # log sliders: ~15% steps
-EXAMPLES = {
-    "clear": "A wonderful, warm and funny film with a brilliant cast.",
-    "mixed": "The acting is superb, but the plot is a tedious mess.",
-    "neutral": "The film runs two hours and was shot in Toronto.",
-    "negated": "This is not a bad movie at all.",
+# The example buttons and the default sentence: movies dev sentences chosen by the rule in
+# bam_viz/examples.py, which wrote this file with the figures that chose them (`make examples`).
+# The file is part of the repository, so the buttons work without the corpora.
+EXAMPLES_FILE = Path(__file__).with_name("examples.json")
+_CHOSEN = json.loads(EXAMPLES_FILE.read_text(encoding="utf-8"))
+EXAMPLES = {e["category"]: e["text"] for e in _CHOSEN["examples"]}
+DEFAULT_TEXT = EXAMPLES[_CHOSEN["default"]]            # the largest mutual information of the examples
+EXAMPLE_HELP = {
+    e["category"]: (f"“{e['text']}”  \nChosen as **{e['category']}**: {e['criterion']}; of those, the largest "
+                    f"mutual information on movies dev at {_CHOSEN['model']}'s trained setting "
+                    f"({_CHOSEN['n_samples']} samples, seed {_CHOSEN['seed']}): "
+                    f"MI {e['mutual_information']:.3f} nats, gap {e['gap']:+.3f}.")
+    for e in _CHOSEN["examples"]
 }
-DEFAULT_TEXT = EXAMPLES["mixed"]
 # Every family's slider hyperparameters (range, scale, label, help), each name once.
 SLIDERS = {spec.name: spec for spec in families.all_slider_specs()}
 # Keys written by the main script; the inspection fragment writes its own (PICTURE_KEYS).
 MAIN_KEYS = ("text", "model", *SLIDERS, "n_samples", "seed")
-PICTURE_KEYS = ("layer", "head", "query_token", "key_token")
+PICTURE_KEYS = ("layer", "head", "query_token", "key_token", "relative_colour")
+PICTURE_TOGGLES = ("relative_colour",)      # on/off picture controls; the rest are indices
 
 
 # ---- cached work --------------------------------------------------------------------------------
@@ -69,6 +79,22 @@ def get_result(_model, name: str, text: str, hyper: tuple[tuple[str, float], ...
     return _model.explain(text, n_samples=n_samples, seed=seed, **dict(hyper))
 
 
+def swept_hyper(model) -> str | None:
+    """The slider the sweep chart runs over: the first one the posterior reads (a prior-only
+    slider such as beta leaves every prediction unchanged), or None."""
+    return next((s.name for s in model.slider_specs if not s.prior_only), None)
+
+
+@st.cache_resource(max_entries=16, show_spinner="Sweeping the slider's range…")
+def get_sweep(_model, name: str, text: str, swept: str, others: tuple[tuple[str, float], ...], n_samples: int,
+              seed: int):
+    """`bam_viz.sweep.sweep` once per (model, text, the posterior's other hyperparameters, samples,
+    seed): moving the swept slider itself, or a prior-only one, reuses it."""
+    from bam_viz.sweep import sweep
+
+    return sweep(_model, text, swept, n_samples=n_samples, seed=seed, **dict(others))
+
+
 @st.cache_resource(show_spinner=False)
 def test_sentences() -> list[str]:
     from bam_viz.data import load_split
@@ -86,23 +112,11 @@ def corpus_available() -> bool:
 
 
 # ---- slider grids -------------------------------------------------------------------------------
-def _round(x: float) -> float:
-    return float(f"{x:.3g}")
-
-
 def hyper_options(name: str, trained: float | None) -> list[float]:
     """The values a hyperparameter slider offers: a log (or linear) grid, plus the trained value."""
     spec = SLIDERS[name]
-    lo, hi = spec.low, spec.high
-    if spec.scale == "log":
-        n = max(2, round(GRID_PER_DECADE * math.log10(hi / lo)) + 1)
-        grid = [_round(10 ** (math.log10(lo) + i * (math.log10(hi) - math.log10(lo)) / (n - 1)))
-                for i in range(n)]
-    else:
-        n = 100
-        grid = [_round(lo + i * (hi - lo) / (n - 1)) for i in range(n)]
-    grid[0], grid[-1] = lo, hi
-    if trained is not None and lo <= trained <= hi:
+    grid = spec.grid(GRID_PER_DECADE)
+    if trained is not None and spec.low <= trained <= spec.high:
         grid.append(float(trained))
     return sorted(set(grid))
 
@@ -140,6 +154,12 @@ def _int(raw: str, lo: int, hi: int) -> int | None:
         return None
 
 
+def _bool(raw: str) -> bool | None:
+    """A toggle from the URL: what `write_query_params` writes (True, False), or 1/0, yes/no, on/off."""
+    value = str(raw).strip().lower()
+    return True if value in {"true", "1", "yes", "on"} else False if value in {"false", "0", "no", "off"} else None
+
+
 def _float(raw: str, lo: float, hi: float) -> float | None:
     try:
         x = float(raw)
@@ -170,8 +190,10 @@ def load_query_params(models: list[str]) -> None:
         if name in qp and (n := _int(qp[name], lo, hi)) is not None:
             ss[name] = n
     for name in PICTURE_KEYS:
-        if name in qp and (n := _int(qp[name], 0, 10_000)) is not None:
-            ss[name] = n
+        if name in qp:
+            value = _bool(qp[name]) if name in PICTURE_TOGGLES else _int(qp[name], 0, 10_000)
+            if value is not None:
+                ss[name] = value
 
 
 def write_query_params(keys, values: dict) -> None:
