@@ -28,6 +28,7 @@ MEAN_FIELD_COLOUR = "#d62728"
 MC_COLOUR = "#2ca02c"
 DETERMINISTIC_COLOUR = "#e0e0e0"
 MAX_TICK_TOKENS = 40          # above this many tokens, heatmap tick labels are hidden (hover keeps them)
+TOKEN_WINDOW = 24            # a sentence of more tokens than MAX_TICK_TOKENS shows this many: ~10 px a label
 LN2 = math.log(2.0)
 CONFIDENT_NATS = 0.1 * LN2   # predictive entropy under a tenth of its two-class maximum: "sure"
 ZERO_WIDTH = "\u200b"        # appended to axis labels to tell small multiples apart; display_token escapes it
@@ -42,6 +43,7 @@ WEIGHT_RANGE = (0.0, 1.0)    # an attention weight
 STD_RANGE = (0.0, 0.5)       # a weight's std, and the spread (its mean): a value in [0, 1] has std at most 1/2
 KL_DECADES = 6               # KL is coloured by log10(1 + KL) over [0, 6]: 0 to 10^6 nats, more clips to the top
 MESSAGE_CHARS = 34           # a message figure's line fits a narrow column (~250 px at 13 px)
+AXIS_TITLE_CHARS = 20        # an axis title's line fits the plot area of a narrow column (~150 px at 14 px)
 
 
 # ---- token text ---------------------------------------------------------------------------------
@@ -124,9 +126,14 @@ def _margin(layout: dict, **sides: int) -> dict:
 
 def _layout(title: str, height: int, legend: bool = True, **props) -> dict:
     """Shared layout: title at the top, legend under it, white background."""
+    heading = {"text": title, "font": {"size": 14}, "y": 0.98, "yref": "container", "yanchor": "top"}
+    if extra := title.count("<br>"):
+        # plotly.js anchors a title of several lines by its first line and centres the rest on
+        # it: anchored at the top, the block rises by half a line per extra line, out of the figure.
+        heading["pad"] = {"t": 10 * extra}
     return {
         "height": height, "margin": {"l": 10, "r": 10, "t": 80 if legend else 50, "b": 10},
-        "title": {"text": title, "font": {"size": 14}, "y": 0.98, "yref": "container", "yanchor": "top"},
+        "title": heading,
         "legend": {"orientation": "h", "y": 1.02, "x": 0, "xanchor": "left", "yanchor": "bottom"},
         "paper_bgcolor": "white", "plot_bgcolor": "white", **props,
     }
@@ -287,38 +294,104 @@ def _clip(i: int, n: int) -> int:
     return min(max(int(i), 0), n - 1)
 
 
+# ---- long sentences: the tokens a panel shows ---------------------------------------------------
+# Above MAX_TICK_TOKENS tokens (a tenth of the movies test reviews) the bars and maps show a window of
+# TOKEN_WINDOW: three maps across leave ~10 px per token for 24 of them, and 9 px labels then stand
+# apart (at 40 they overlap). The window is the first and last tokens ([CLS], which the classifier
+# reads and which takes a quarter of the attention in the middle layers, and [SEP]) and a run of
+# consecutive tokens between them. A run reads as a phrase of the sentence, and it does not depend on
+# the weights: choosing the keys with the most attention would hide exactly the small weights, make
+# every map look peaked, and change the tokens shown with every slider move. Rows and columns are the
+# same tokens and every cell is the real weight, so a row shown adds up to less than 1 (the rest falls
+# on keys outside the window); the captions say how much.
+def window_starts(T: int) -> list[int]:
+    """Where the window's run of consecutive tokens may start; none when every token is shown."""
+    return list(range(1, T - TOKEN_WINDOW + 2)) if T > MAX_TICK_TOKENS else []
+
+
+def window_around(T: int, query: int) -> int:
+    """The start of the window with `query` in the middle of its run, as near as the ends allow."""
+    return min(max(int(query) - (TOKEN_WINDOW - 2) // 2, 1), max(T - TOKEN_WINDOW + 1, 1))
+
+
+def token_window(T: int, start: int) -> list[int]:
+    """The indices shown of T tokens: all of them up to MAX_TICK_TOKENS, else the first, the
+    `TOKEN_WINDOW - 2` consecutive ones from `start` (clamped) and the last."""
+    if T <= MAX_TICK_TOKENS:
+        return list(range(T))
+    start = min(max(int(start), 1), T - TOKEN_WINDOW + 1)
+    return [0, *range(start, start + TOKEN_WINDOW - 2), T - 1]
+
+
+def window_label(T: int, start: int) -> str:
+    """A window as its run of tokens, "41–62" (the first and last tokens are always shown)."""
+    run = token_window(T, start)[1:-1]
+    return f"{run[0]}–{run[-1]}"
+
+
+def _shown(result: ExplainResult, shown: list[int] | None, query: int = 0) -> list[int]:
+    """The token indices a panel shows: `shown` checked, or the window around `query`."""
+    T = len(result.tokens)
+    if shown is None:
+        return token_window(T, window_around(T, query))
+    idx = [int(i) for i in shown]
+    if not idx or len(set(idx)) < len(idx) or not all(0 <= i < T for i in idx):
+        raise ValueError(f"shown must be distinct token indices from 0 to {T - 1}, not {shown!r}")
+    return idx
+
+
+def _window_text(result: ExplainResult, idx: list[int], noun: str = "tokens") -> str:
+    """"24 of 128 tokens (0, 41–62 and 127)", or "" when every token is shown."""
+    T = len(result.tokens)
+    if len(idx) == T and idx == list(range(T)):
+        return ""
+    runs = [f"{run[0]}–{run[-1]}" if len(run) > 1 else f"{run[0]}" for run in _runs(idx)]
+    where = runs[0] if len(runs) == 1 else f"{', '.join(runs[:-1])} and {runs[-1]}"
+    return f"{len(idx)} of {T} {noun} ({where})"
+
+
 # ---- panel 1: prior vs posterior ---------------------------------------------------------------
-def prior_posterior_figure(result: ExplainResult, layer: int, head: int, query: int) -> go.Figure:
-    """Per key: prior mean pi_j and posterior mean, each with the 5-95% band of sampled weights."""
+def prior_posterior_figure(result: ExplainResult, layer: int, head: int, query: int,
+                           shown: list[int] | None = None) -> go.Figure:
+    """Per key: prior mean pi_j and posterior mean, each with the 5-95% band of sampled weights.
+
+    `shown`: the key indices drawn, in order; None is every key of a short sentence, and on a long
+    one the window around `query` (`token_window`). Each bar is the real weight, so the bars shown
+    add up to less than 1 when keys are left out.
+    """
     T = len(result.tokens)
     query = _clip(query, T)
+    idx = _shown(result, shown, query)
     keys = axis_labels(result.tokens)
-    prior_mean = _np(result.prior_weights[layer, head, query])                 # (T,)
-    post_mean = _np(result.mean_weights[layer, head, query])                   # (T,)
-    prior_draws = _np(result.prior_draws(layer, head)[:, query])             # (S, T)
-    post_draws = _np(result.sample_weights[:, layer, head, query])             # (S, T)
+    x = [keys[j] for j in idx]
+    prior_mean = _np(result.prior_weights[layer, head, query])[idx]            # (K,)
+    post_mean = _np(result.mean_weights[layer, head, query])[idx]              # (K,)
+    prior_draws = _np(result.prior_draws(layer, head)[:, query])[:, idx]       # (S, K)
+    post_draws = _np(result.sample_weights[:, layer, head, query])[:, idx]     # (S, K)
     data = []
     for name, mean, draws, colour in (
         ("prior mean π_j", prior_mean, prior_draws, PRIOR_COLOUR),
         ("posterior mean", post_mean, post_draws, POSTERIOR_COLOUR),
     ):
-        lo, hi = np.quantile(draws, [0.05, 0.95], axis=0)                       # (T,), (T,)
+        lo, hi = np.quantile(draws, [0.05, 0.95], axis=0)                       # (K,), (K,)
         data.append({
-            "type": "bar", "name": name, "x": keys, "y": mean, "marker": {"color": colour},
+            "type": "bar", "name": name, "x": x, "y": mean, "marker": {"color": colour},
             "error_y": {"type": "data", "symmetric": False, "array": np.maximum(hi - mean, 0.0),
                         "arrayminus": np.maximum(mean - lo, 0.0), "thickness": 1.5},
             "customdata": np.stack([lo, hi], -1),
             "hovertemplate": "key %{x}<br>mean %{y:.3f}<br>5–95%: %{customdata[0]:.3f}–%{customdata[1]:.3f}"
                              f"<extra>{name}</extra>",
         })
-    show = T <= 2 * MAX_TICK_TOKENS
+    show = len(idx) <= 2 * MAX_TICK_TOKENS
     layout = _layout(
-        f"Query {keys[query]}: attention to each key (layer {layer}, head {head})", 380, barmode="group",
+        f"Query {keys[query]}: attention to each key<br>layer {layer}, head {head}", 380, barmode="group",
         yaxis=_axis(title={"text": "attention weight"}, rangemode="tozero"),
         xaxis=_axis(type="category", tickangle=-45, showticklabels=show),
     )
+    if window := _window_text(result, idx, "keys"):
+        layout["title"]["text"] += f" · {window}"
     # x labels turned 45 degrees: about 0.71 of their length below the axis.
-    return _figure(data, _margin(layout, l=70, b=int(0.71 * _label_px(keys)) + 12 if show else 20))
+    return _figure(data, _margin(layout, l=70, b=int(0.71 * _label_px(x)) + 12 if show else 20))
 
 
 def key_density_figure(result: ExplainResult, layer: int, head: int, query: int, key: int) -> go.Figure:
@@ -359,20 +432,27 @@ def key_density_figure(result: ExplainResult, layer: int, head: int, query: int,
             "line": {"color": colour, "dash": dash, "width": 2}, "fill": "tozeroy", "fillcolor": fill,
             "hovertemplate": f"{label} = %{{x:.2f}}<br>density %{{customdata:.3g}}<extra>{name}</extra>",
         })
+    # The column is narrow: the variable's name goes on the axis, broken into lines that fit it,
+    # and the legend can take two rows under the two lines of the title (t).
+    axis_lines = textwrap.wrap(label, AXIS_TITLE_CHARS, break_long_words=False) or [label]
     return _figure(data, _margin(_layout(
-        f"{labels[query]} → {labels[key]}: {label}", 380,
-        xaxis=_axis(title={"text": label}),
+        f"{labels[query]} → {labels[key]}<br>prior and posterior density", 380,
+        xaxis=_axis(title={"text": "<br>".join(axis_lines)}),
         yaxis=_axis(title={"text": "density, each scaled to its peak"}, range=[0.0, 1.08]),
-    ), l=60, b=50))
+    ), l=60, t=100, b=32 + 18 * len(axis_lines)))
 
 
 # ---- panel 2: sampled attention maps -----------------------------------------------------------
 def sampled_maps_figure(result: ExplainResult, layer: int, head: int, n_show: int = 4,
-                        relative: bool = False) -> go.Figure:
+                        relative: bool = False, shown: list[int] | None = None) -> go.Figure:
     """The mean map, the per-cell standard deviation, then `n_show` sampled maps (queries down).
 
     Weights are coloured over [0, 1] and the std over [0, 0.5] (`WEIGHT_RANGE`, `STD_RANGE`), so a
     near-certain head reads pale; `relative` stretches each scale to the largest value shown.
+
+    `shown`: the token indices drawn, in order, as queries and as keys alike; None is every token of
+    a short sentence, and on a long one the window from [CLS] (`token_window`). The title says how
+    many of the tokens are shown, and every cell is the real weight.
 
     Small multiples on ONE pair of category axes, not one subplot per map: plotly.js lays out,
     draws and measures every axis of every subplot on each update, which made this figure the
@@ -380,10 +460,11 @@ def sampled_maps_figure(result: ExplainResult, layer: int, head: int, n_show: in
     zero-width spaces appended, so each block has categories of its own that read as the tokens,
     in hover too; a few blank categories make the gaps between blocks.
     """
-    sw = _np(result.sample_weights[:, layer, head])                           # (S, T, T)
-    S, T = sw.shape[0], sw.shape[-1]
+    idx = _shown(result, shown)
+    sw = _np(result.sample_weights[:, layer, head][:, idx][:, :, idx])         # (S, T, T)
+    S, T = sw.shape[0], sw.shape[-1]                                            # T: the tokens shown
     n_show = max(0, min(n_show, S))
-    mean = _np(result.mean_weights[layer, head])                               # (T, T)
+    mean = _np(result.mean_weights[layer, head][idx][:, idx])                  # (T, T)
     # ddof=1 as in torch.std, so the map agrees with `result.spread`.
     std = sw.std(0, ddof=1) if S > 1 else np.zeros_like(mean)                   # (T, T)
     panels = [("mean (posterior)", mean, "coloraxis"), (f"std over {count(S, 'sample')}", std, "coloraxis2")]
@@ -392,7 +473,8 @@ def sampled_maps_figure(result: ExplainResult, layer: int, head: int, n_show: in
     rows = math.ceil(len(panels) / cols)
     show = T <= MAX_TICK_TOKENS
     gap = max(1, round(0.15 * T))
-    labels = axis_labels(result.tokens)           # escaped, unique, never containing U+200B
+    every_label = axis_labels(result.tokens)      # escaped, unique, never containing U+200B
+    labels = [every_label[i] for i in idx]
 
     def block(i: int) -> list[str]:
         return [label + ZERO_WIDTH * i for label in labels]
@@ -436,6 +518,8 @@ def sampled_maps_figure(result: ExplainResult, layer: int, head: int, n_show: in
                      300 * rows + 80 + label_px, legend=False)
     layout["margin"] = {"l": label_px + 10, "r": 90, "t": layout["margin"]["t"] + 10,
                         "b": label_px + 10}
+    if window := _window_text(result, idx):
+        layout["title"]["text"] += f" · {window}"
     return _figure(data, dict(
         layout, annotations=titles,
         # Every token labelled (plotly would thin crowded category labels); gaps unlabelled.
@@ -475,11 +559,12 @@ def prediction_figure(result: ExplainResult, bins: int = 20) -> go.Figure:
                      "hovertemplate": f"{x:.3f}<extra>{name}</extra>"})
     chance = {"type": "line", "xref": "x", "yref": "y domain", "x0": 0.5, "x1": 0.5, "y0": 0, "y1": 1,
               "line": {"color": "#bbbbbb", "width": 1, "dash": "dot"}}
+    # t: room for the legend's three rows in a narrow column, under the title.
     return _figure(data, _margin(_layout(
-        f"P(positive) across {Facts.of(result).samples()}", 340, bargap=0.05, shapes=[chance],
+        f"P(positive) across {Facts.of(result).samples()}", 360, bargap=0.05, shapes=[chance],
         xaxis=_axis(title={"text": "P(positive)"}, range=[-0.02, 1.02]),
         yaxis=_axis(title={"text": "number of samples"}, range=[-0.08 * top, top]),
-    ), l=60, b=50))
+    ), l=60, b=50, t=100))
 
 
 def entropy_figure(result: ExplainResult) -> go.Figure:
@@ -494,10 +579,11 @@ def entropy_figure(result: ExplainResult) -> go.Figure:
                                     ("epistemic: mutual information", epistemic, "#ff8a65"))
     ]
     total = aleatoric + epistemic
+    # Two title lines and a legend of two rows in a narrow column: a taller top margin.
     return _figure(data, _margin(_layout(
-        f"Total predictive entropy {total:.3f} nats (at most ln 2 = {LN2:.3f})", 190, barmode="stack",
+        f"Predictive entropy {total:.3f} nats<br>(at most ln 2 = {LN2:.3f})", 220, barmode="stack",
         yaxis=_axis(visible=False), xaxis=_axis(range=[0, max(LN2, total) * 1.02]),
-    ), b=30))
+    ), t=110, b=30))
 
 
 # ---- panel 4: where the uncertainty lives ------------------------------------------------------
@@ -517,9 +603,9 @@ def layer_head_figure(result: ExplainResult, which: str = "spread",
     """
     facts = Facts.of(result)
     if which == "spread":
-        values, title, unit = _np(result.spread), "attention spread (mean std of sampled weights)", "spread"
+        values, title, unit = _np(result.spread), "Attention spread<br>mean std of sampled weights", "spread"
     elif which == "kl":
-        values, title, unit = _np(result.kl), "KL(q ‖ prior), summed over queries and keys", "KL, nats"
+        values, title, unit = _np(result.kl), "KL(q ‖ prior)<br>summed over queries and keys", "KL, nats"
     else:
         raise ValueError(f"which must be 'spread' or 'kl', not {which!r}")
     L, H = values.shape
@@ -530,7 +616,7 @@ def layer_head_figure(result: ExplainResult, which: str = "spread",
     unmeasured = stochastic if which == "kl" and facts.no_prior() is not None else []
     measured = [layer for layer in stochastic if layer not in unmeasured]
     if unmeasured:
-        title = "KL(q ‖ prior): not shown, this model has no learned prior"
+        title = "KL(q ‖ prior): not shown<br>this model has no learned prior"
     data = []
     if measured:
         colour = values                                                         # (L, H)
@@ -573,10 +659,10 @@ def layer_head_figure(result: ExplainResult, which: str = "spread",
     # text measurement per cell on every slider move.
     grid = {"tickmode": "array", "showgrid": False, "zeroline": False}
     return _figure(data, _margin(_layout(
-        title, max(240, 34 * L + 110), legend=False,
+        title, max(260, 34 * L + 130), legend=False,
         xaxis=_axis(**grid, tickvals=list(range(H)), ticktext=heads, range=[-0.5, H - 0.5], tickangle=-45),
         yaxis=_axis(**grid, tickvals=list(range(L)), ticktext=row, range=[L - 0.5, -0.5]),
-    ), l=_label_px(row) + 4, b=50))
+    ), l=_label_px(row) + 4, b=50, t=70))                   # t: a title of two lines
 
 
 # ---- captions -----------------------------------------------------------------------------------
@@ -589,16 +675,29 @@ def _tok(result: ExplainResult, i: int) -> str:
     return "“" + md_escape(display_token(result.tokens[i])) + "”"
 
 
-def prior_posterior_caption(result: ExplainResult, layer: int, head: int, query: int) -> str:
+def _shown_share(result: ExplainResult, layer: int, head: int, rows: list[int], idx: list[int]) -> float:
+    """How much of its mean attention a row of `rows` puts on the keys `idx`, on average."""
+    return float(_np(result.mean_weights[layer, head])[rows][:, idx].sum(-1).mean())
+
+
+def prior_posterior_caption(result: ExplainResult, layer: int, head: int, query: int,
+                            shown: list[int] | None = None) -> str:
     facts = Facts.of(result)
     T = len(result.tokens)
     query = _clip(query, T)
+    idx = _shown(result, shown, query)
+    window = ""
+    if keys := _window_text(result, idx, "keys"):
+        window = (f" The bars show {keys}: they hold {_shown_share(result, layer, head, [query], idx):.2f} "
+                  "of the query's mean attention, and the rest falls on keys not shown.")
     if (reason := facts.deterministic(layer)) is not None:
-        return f"{reason} Prior and posterior coincide."
+        return f"{reason} Prior and posterior coincide.{window}"
     post = _np(result.mean_weights[layer, head, query])
     prior = _np(result.prior_weights[layer, head, query])
     draws = _np(result.sample_weights[:, layer, head, query])
     top = int(post.argmax())
+    if top not in idx:
+        window = f" {_tok(result, top)} is not among the bars shown." + window
     lo, hi = np.quantile(draws[:, top], [0.05, 0.95])
     looks = f"blue bars: the **posterior** after the query {_tok(result, query)} looks at them"
     if facts.prior == "learned":
@@ -615,10 +714,10 @@ def prior_posterior_caption(result: ExplainResult, layer: int, head: int, query:
     if facts.n_samples < 2:
         return (f"{bars} Here {_tok(result, query)} attends most to {_tok(result, top)}: "
                 f"{post[top]:.2f}{against}. With {facts.samples()} the whiskers have no width: draw at "
-                "least 2 to see how much the weights vary.")
+                f"least 2 to see how much the weights vary.{window}")
     return (f"{bars} Whiskers span 5–95% of sampled weights. Here {_tok(result, query)} attends most to "
             f"{_tok(result, top)}: {post[top]:.2f} on average{against}, between {lo:.2f} and {hi:.2f} "
-            "in 90% of samples. Wide whiskers mean the model is unsure where to look.")
+            f"in 90% of samples. Wide whiskers mean the model is unsure where to look.{window}")
 
 
 def key_density_caption(result: ExplainResult, layer: int, head: int, query: int, key: int) -> str:
@@ -637,24 +736,32 @@ def key_density_caption(result: ExplainResult, layer: int, head: int, query: int
             "fixed weight; moving the sliders reshapes both curves.")
 
 
-def sampled_maps_caption(result: ExplainResult, layer: int, head: int, relative: bool = False) -> str:
+def sampled_maps_caption(result: ExplainResult, layer: int, head: int, relative: bool = False,
+                         shown: list[int] | None = None) -> str:
     facts = Facts.of(result)
-    grid = "Rows are queries, columns are keys."
+    idx = _shown(result, shown)
+    window = ""
+    if tokens := _window_text(result, idx):
+        window = (f" The maps show {tokens}, as queries and as keys: the cells shown in a row add up to less "
+                  f"than 1, {_shown_share(result, layer, head, idx, idx):.2f} on average in the mean map, and "
+                  "the rest falls on keys not shown.")
+    grid = "Rows are queries, columns are keys." + window
     if (reason := facts.deterministic(layer)) is not None:
         return f"{reason} Head {head} gives the same map every time, so the std map is blank. {grid}"
     if facts.n_samples < 2:
         return (f"Only {facts.samples()} was drawn: the std map needs at least 2 to show where draws "
                 f"disagree, so it is blank. {grid}")
-    std = _np(result.sample_weights[:, layer, head]).std(0, ddof=1)
-    q, k = np.unravel_index(int(std.argmax()), std.shape)
+    std = _np(result.sample_weights[:, layer, head][:, idx][:, :, idx]).std(0, ddof=1)   # (T, T) shown
+    q, k = (idx[i] for i in np.unravel_index(int(std.argmax()), std.shape))
+    sums = "each row sums to 1 over all its keys" if window else "each row sums to 1"
     scale = ("Colours are relative: each scale stretches to the largest value shown, so the orange map "
              "looks busy even where every std is tiny." if relative else
              "Colours are absolute, weights from 0 to 1 and std from 0 to 0.5 (the most a weight's std "
              "can be), so a pale orange map is a head that hardly varies.")
     return (f"Each small map is one random draw of the attention (rows: queries, columns: keys; "
-            f"each row sums to 1). The orange map shows where draws disagree: most at "
-            f"{_tok(result, q)} → {_tok(result, k)} (std {std[q, k]:.3f}, mean over cells "
-            f"{std.mean():.3f}). {scale}")
+            f"{sums}). The orange map shows where draws disagree: most at "
+            f"{_tok(result, q)} → {_tok(result, k)} (std {std.max():.3f}, mean over cells "
+            f"{std.mean():.3f}). {scale}{window}")
 
 
 def prediction_caption(result: ExplainResult) -> str:

@@ -94,6 +94,10 @@ class Tokenizer:
             toks = toks[: self.max_tokens - 1] + toks[-1:]
         return ids, toks, truncated
 
+    def length(self, text: str) -> int:
+        """Tokens in the whole text, [CLS] and [SEP] included: above `max_tokens` when `encode` truncates."""
+        return len(self._tok.encode(text).ids)
+
     def decode(self, ids: list[int]) -> str:
         return self._tok.decode(ids)
 

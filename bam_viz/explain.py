@@ -173,8 +173,11 @@ def explain(model, text: str, n_samples: int = 32, seed: int = 0, hyper: Hyper |
             prior[name] = _stack_params(lower_traces, mf_traces, "prior_params", name)
     notes = []
     if truncated:
-        notes.append(f"The text was longer than this model's maximum of {model.max_tokens} tokens; "
-                     f"only the first {model.max_tokens - 2} word pieces were used.")
+        # Counted again here, for the note alone: the per-text cache keeps the truncated tokens only.
+        pieces, kept = model.tokenizer.length(text) - 2, model.max_tokens - 2      # without [CLS], [SEP]
+        notes.append(f"The text is longer than this model's maximum of {model.max_tokens} tokens: it has "
+                     f"{pieces} word pieces, and only the first {kept} (with [CLS] and [SEP], "
+                     f"{model.max_tokens} tokens) were kept; the last {pieces - kept} were left out.")
     if not has_prior:
         notes.append("This model has no attention prior: prior panels repeat the posterior.")
     return ExplainResult(

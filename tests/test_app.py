@@ -344,3 +344,86 @@ def test_the_captions_fit_the_model(name, says, never):
     captions = " ".join(c.value for c in at.caption)
     assert "Layer 5 is deterministic" not in captions and "1 attention sample was drawn" in captions
     assert "1 attention samples" not in captions
+
+
+LONG_TEXT = ("The film opens with a long, quiet shot of a harbour at dawn, and for the first hour it hardly raises "
+             "its voice. The actors are good, especially the older sister, whose silences say more than the script "
+             "ever does, but the plot wanders between three families without deciding which one it cares about. "
+             "By the time the storm arrives I had stopped waiting for it; the ending is beautiful to look at and "
+             "strangely empty, like a postcard from a trip you do not remember taking. Still, the music is lovely, "
+             "the camera loves the sea, and there are ten minutes in the middle, a wedding on a fishing boat, "
+             "that I will not forget. See it on the biggest screen you can find, and bring someone patient.")
+
+
+def test_a_long_sentence_shows_a_window_of_the_maps_in_the_url(monkeypatch):
+    """150 word pieces: the note says how many were kept, and the maps show a window of tokens that
+    a control moves, mirrored in the URL like the other picture controls (and not rerunning the model)."""
+    from bam_viz import charts
+
+    model = bam_viz.load("bam-wc")
+    T, W = model.max_tokens, charts.TOKEN_WINDOW
+    assert model.tokenizer.length(LONG_TEXT) == 152                # 150 word pieces, [CLS] and [SEP]
+    at = ok(new_app(text=LONG_TEXT, model="bam-wc", layer="5").run())
+    assert f"it has 150 word pieces, and only the first {T - 2}" in at.warning[0].value
+    assert n_charts(at) == charts_of("bam-wc")
+    window = at.select_slider(key="window_start")
+    assert window.options == [charts.window_label(T, s) for s in charts.window_starts(T)]
+    assert window.value == 1 and at.query_params["window_start"] == "1"       # from [CLS], the query
+    maps = _figure(at, "Layer 5, head 0: attention maps")
+    assert maps["layout"]["xaxis"]["showticklabels"] and len(maps["data"][0]["x"]) == W    # a label per token
+    assert f"{W} of {T} tokens (0–{W - 2} and {T - 1})" in maps["layout"]["title"]["text"]
+    calls = []
+    real = bam_viz.model.BamClassifier.explain
+    monkeypatch.setattr(bam_viz.model.BamClassifier, "explain",
+                        lambda self, *a, **k: calls.append(a) or real(self, *a, **k))
+    at.select_slider(key="window_start").set_value(60)
+    ok(at.run())
+    assert calls == [] and at.query_params["window_start"] == "60"
+    assert f"(0, 60–{60 + W - 3} and {T - 1})" in _figure(at, "Layer 5, head 0")["layout"]["title"]["text"]
+    assert any(f"The maps show {W} of {T} tokens" in c.value for c in at.caption)
+    at.selectbox(key="query_token").set_value(T - 2)               # outside the window: it follows
+    ok(at.run())
+    assert at.select_slider(key="window_start").value == charts.window_around(T, T - 2) == T - W + 1
+    # the link reproduces the window
+    again = ok(new_app(text=LONG_TEXT, model="bam-wc", layer="5", window_start="60").run())
+    assert again.select_slider(key="window_start").value == 60
+    assert f"(0, 60–{60 + W - 3} and {T - 1})" in _figure(again, "Layer 5, head 0")["layout"]["title"]["text"]
+    # a short sentence shows every token: no window control, none in the URL
+    again.text_area(key="text").set_value("A quietly moving film.")
+    ok(again.run())
+    assert "window_start" not in [s.key for s in again.select_slider] and "window_start" not in again.query_params
+
+
+# A phrase from each panel's explanation on the default page (the sentence, bam-wc at its trained values).
+PANEL_PROSE = ("Values are ± 1 SE", "Where the red line leaves the green band", "Averaging them gives",
+               "Grey bars", "The dashed grey curve", "Each small map", "grey rows are ordinary")
+
+
+def _folded(at: AppTest) -> list[str]:
+    return [c.value for e in at.expander if e.label == "What this shows" for c in e.caption]
+
+
+def test_presentation_mode_is_in_the_url_and_folds_the_prose():
+    """presentation=1 turns the sidebar toggle on and puts every panel's caption in a "What this
+    shows" expander, the same text as a normal page shows; turning it off drops it from the URL."""
+    normal = ok(new_app(model="bam-wc").run())
+    assert normal.toggle(key="presentation").value is False and "presentation" not in normal.query_params
+    assert _folded(normal) == []
+    shown = [c.value for c in normal.caption]
+    assert all(any(phrase in c for c in shown) for phrase in PANEL_PROSE)
+
+    at = ok(new_app(model="bam-wc", presentation="1").run())
+    assert at.toggle(key="presentation").value is True and at.query_params["presentation"] == "1"
+    folded = _folded(at)
+    assert len(folded) == len(PANEL_PROSE) and set(folded) <= set(shown)
+    assert all(any(phrase in c for c in folded) for phrase in PANEL_PROSE)
+    outside = [c.value for c in at.caption if c.value not in folded]
+    assert not any(phrase in c for c in outside for phrase in PANEL_PROSE), outside
+    assert n_charts(at) == charts_of("bam-wc")
+
+    at.toggle(key="presentation").set_value(False)
+    ok(at.run())
+    assert "presentation" not in at.query_params and _folded(at) == []
+    assert set(folded) <= {c.value for c in at.caption}
+    for junk in ("maybe", ""):
+        assert ok(new_app(model="bam-wc", presentation=junk).run()).toggle(key="presentation").value is False

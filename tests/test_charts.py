@@ -141,11 +141,12 @@ def test_sizes(T):
     for fig in all_figures(r, 1).values():
         assert_finite(fig)
     maps = charts.sampled_maps_figure(r, 1, 0)
-    assert np.asarray(maps.data[0].z).shape == (T, T)
-    # All maps share one pair of category axes: labelled unless there are too many tokens.
+    shown = T if T <= charts.MAX_TICK_TOKENS else charts.TOKEN_WINDOW      # a long sentence shows a window
+    assert np.asarray(maps.data[0].z).shape == (shown, shown)
+    # All maps share one pair of category axes, every token labelled.
     layout = maps.to_dict()["layout"]
     assert not any(k.startswith(("xaxis", "yaxis")) and k[5:] for k in layout)
-    assert layout["xaxis"]["showticklabels"] == layout["yaxis"]["showticklabels"] == (T <= charts.MAX_TICK_TOKENS)
+    assert layout["xaxis"]["showticklabels"] is layout["yaxis"]["showticklabels"] is True
 
 
 def test_small_multiples_share_one_pair_of_axes():
@@ -391,7 +392,7 @@ def test_density_is_on_log10_axis_with_a_bounded_y(family):
     r = fake(family)
     fig = charts.key_density_figure(r, 5, 0, 0, 1)
     densities = r.key_densities(5, 0, 0, 1)
-    assert fig.layout.xaxis.title.text == densities["label"] and "log10" in densities["label"]
+    assert fig.layout.xaxis.title.text.replace("<br>", " ") == densities["label"] and "log10" in densities["label"]
     assert list(fig.layout.yaxis.range) == [0.0, 1.08]
     for trace, which in zip(fig.data, ("prior", "posterior"), strict=True):
         assert max(trace.y) == pytest.approx(1.0)
@@ -598,3 +599,101 @@ def test_sweep_caption_reads_the_numbers():
         _sweep([0.2, 0.05, 0.01, 0.0, 0.0]), current=1.0)
     calm = charts.sweep_caption(_sweep([0.0, 0.0, 0.0, 0.0, 0.0]), current=1.0)
     assert "agree everywhere" in calm and "E[f(z)] = 0.500 ± 0.020" in calm
+
+
+# ---- long sentences: a window of tokens ---------------------------------------------------------
+def test_the_token_window_keeps_cls_and_sep_and_a_run_between():
+    W, most = charts.TOKEN_WINDOW, charts.MAX_TICK_TOKENS
+    assert W < most
+    assert charts.token_window(most, 5) == list(range(most)) and charts.window_starts(most) == []
+    assert charts.token_window(most + 1, 5) == [0, *range(5, 5 + W - 2), most]
+    assert charts.token_window(128, 60) == [0, *range(60, 60 + W - 2), 127]
+    assert charts.window_starts(128) == list(range(1, 128 - W + 2))
+    for start in charts.window_starts(128):                     # every start the control offers fits
+        window = charts.token_window(128, start)
+        assert len(window) == W and window[0] == 0 and window[-1] == 127
+    assert charts.token_window(128, -5) == charts.token_window(128, 1)          # clamped at both ends
+    assert charts.token_window(128, 10_000) == charts.token_window(128, 128 - W + 1)
+    assert charts.window_around(128, 0) == 1 and charts.window_around(128, 127) == 128 - W + 1
+    middle = charts.token_window(128, charts.window_around(128, 64))[1:-1]
+    assert middle[len(middle) // 2] == 64                       # the query in the middle of its run
+    assert charts.window_label(128, 41) == f"41–{41 + W - 3}"
+
+
+def test_a_long_sentence_shows_a_window_of_real_weights():
+    T, W, layer = 128, charts.TOKEN_WINDOW, 5
+    r = fake("weibull", T=T, S=4)
+    shown = charts.token_window(T, 60)
+    cells = np.ix_(shown, shown)
+    labels = [charts.axis_labels(r.tokens)[i] for i in shown]
+    fig = charts.sampled_maps_figure(r, layer, 0, shown=shown)
+    maps = [t for t in fig.data if t.type == "heatmap"]
+    for t in maps:
+        assert np.asarray(t.z).shape == (W, W)
+        for axis in (t.x, t.y):
+            assert [label.replace(charts.ZERO_WIDTH, "") for label in axis] == labels
+    # every cell is the real weight: no renormalising over the keys shown
+    np.testing.assert_allclose(maps[0].z, r.mean_weights[layer, 0].double().numpy()[cells])
+    np.testing.assert_allclose(maps[1].z, r.sample_weights[:, layer, 0].double().std(0).numpy()[cells])
+    np.testing.assert_allclose(maps[2].z, r.sample_weights[0, layer, 0].double().numpy()[cells])
+    assert np.asarray(maps[0].z).sum(-1).max() < 1.0
+    layout = fig.layout
+    assert layout.xaxis.showticklabels and layout.yaxis.showticklabels
+    assert len(layout.xaxis.tickvals) == 3 * W and len(layout.yaxis.tickvals) == 2 * W   # 6 maps, 3 across
+    assert f"{W} of {T} tokens (0, 60–{60 + W - 3} and 127)" in layout.title.text
+    # the default on a long sentence is the window from [CLS]; the title says so too
+    default = charts.sampled_maps_figure(r, layer, 0)
+    assert np.asarray(default.data[0].z).shape == (W, W) and f"{W} of {T} tokens" in default.layout.title.text
+    bars = charts.prior_posterior_figure(r, layer, 0, 70, shown=shown)
+    for t, weights in zip(bars.data, (r.prior_weights, r.mean_weights), strict=True):
+        assert list(t.x) == labels
+        np.testing.assert_allclose(t.y, weights[layer, 0, 70].double().numpy()[shown])
+    assert bars.layout.xaxis.showticklabels and f"{W} of {T} keys" in bars.layout.title.text
+    assert len(charts.prior_posterior_figure(r, layer, 0, 70).data[0].x) == W    # default: around the query
+
+
+def test_a_short_sentence_shows_every_token_as_before():
+    r = fake("weibull", T=10)
+    every = list(range(10))
+    for build in (lambda shown: charts.sampled_maps_figure(r, 5, 0, shown=shown),
+                  lambda shown: charts.prior_posterior_figure(r, 5, 0, 3, shown=shown)):
+        fig = build(None)
+        assert fig.to_json() == build(every).to_json()
+        assert " of 10 " not in fig.layout.title.text
+    np.testing.assert_allclose(charts.sampled_maps_figure(r, 5, 0).data[0].z, r.mean_weights[5, 0].double())
+    for caption in (charts.sampled_maps_caption(r, 5, 0), charts.prior_posterior_caption(r, 5, 0, 3)):
+        assert " of 10 " not in caption and "not shown" not in caption
+    assert "each row sums to 1)" in charts.sampled_maps_caption(r, 5, 0)
+
+
+@pytest.mark.parametrize("shown", [[], [0, 0, 1], [0, 10], [-1, 2]])
+def test_shown_tokens_are_checked(shown):
+    r = fake("weibull", T=10)
+    with pytest.raises(ValueError, match="distinct token indices"):
+        charts.sampled_maps_figure(r, 5, 0, shown=shown)
+    with pytest.raises(ValueError, match="distinct token indices"):
+        charts.prior_posterior_figure(r, 5, 0, 0, shown=shown)
+
+
+def test_window_captions_say_how_much_weight_is_shown():
+    T, W = 128, charts.TOKEN_WINDOW
+    r = fake("weibull", T=T, S=4)
+    shown = charts.token_window(T, 60)
+    mean = r.mean_weights[5, 0].double().numpy()
+    cap = charts.sampled_maps_caption(r, 5, 0, shown=shown)
+    assert f"{W} of {T} tokens" in cap and "each row sums to 1 over all its keys" in cap
+    assert f"{mean[np.ix_(shown, shown)].sum(-1).mean():.2f} on average" in cap
+    std = r.sample_weights[:, 5, 0].double().std(0).numpy()[np.ix_(shown, shown)]
+    assert f"std {std.max():.3f}" in cap                        # the most uncertain cell shown
+    query = 70
+    cap = charts.prior_posterior_caption(r, 5, 0, query, shown=shown)
+    assert f"{W} of {T} keys" in cap
+    assert f"hold {mean[query, shown].sum():.2f} of the query's mean attention" in cap
+    for top, inside in ((62, True), (12, False)):                 # “film” in the window, then left of it
+        r.mean_weights[5, 0, query] = 0.1 / (T - 1)
+        r.mean_weights[5, 0, query, top] = 0.9
+        cap = charts.prior_posterior_caption(r, 5, 0, query, shown=shown)
+        assert "attends most to “film”" in cap and ("is not among the bars shown" in cap) is not inside
+    for deterministic in (charts.sampled_maps_caption(r, 0, 0, shown=shown),
+                          charts.prior_posterior_caption(r, 0, 0, query, shown=shown)):
+        assert f"{W} of {T}" in deterministic

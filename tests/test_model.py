@@ -6,6 +6,7 @@ Built from the recipes with fresh (untrained) adapters, so these tests do not de
 import pytest
 import torch
 
+from bam_viz import export
 from bam_viz.attention import Mode, Trace
 from bam_viz.model import BamClassifier
 from bam_viz.train import loss_terms
@@ -56,8 +57,8 @@ def test_explain_contract(models, name):
     if m.stochastic:
         top = max(r.stochastic_layers)
         assert r.sample_weights[:, top].std(0).max() > 0
-    assert r.to_json()["tokens"] == r.tokens
-    assert r.weights_csv().count("\n") == 1 + 6 * L * H * T * T
+    assert export.full_json(r)["tokens"] == r.tokens
+    assert export.weights_csv(r).count("\n") == 1 + 6 * L * H * T * T
 
 
 @pytest.mark.parametrize("name", ["bam-wc", "bam-lc", "dirichlet", "categorical", "mc-dropout"])
@@ -213,6 +214,12 @@ def test_empty_text_is_refused_and_long_text_truncated(models):
         m.explain("   \n ")
     r = m.explain("good " * 400, n_samples=2)
     assert r.truncated and len(r.tokens) == m.max_tokens and r.notes
+    # The note names both counts: the word pieces the text has and those kept.
+    kept = m.max_tokens - 2
+    assert (f"it has 400 word pieces, and only the first {kept} (with [CLS] and [SEP], {m.max_tokens} tokens) "
+            f"were kept; the last {400 - kept} were left out") in r.notes[0]
+    assert not m.explain("good " * kept, n_samples=2).truncated      # exactly the maximum: nothing cut
+    assert m.explain("good " * (kept + 1), n_samples=2).notes[0].startswith("The text is longer")
 
 
 @pytest.mark.parametrize("name", ["bam-wc", "bam-lc", "dirichlet", "categorical", "softmax"])

@@ -16,7 +16,7 @@ LAYERS = [
      "data"},
     {"families"},
     {"attention", "result"},
-    {"encoder", "charts"},
+    {"encoder", "charts", "export"},
     {"explain"},
     {"model"},
     {"zoo", "predictors", "sweep"},

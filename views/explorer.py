@@ -13,7 +13,7 @@ import time
 import streamlit as st
 
 import bam_viz
-from bam_viz import charts
+from bam_viz import charts, export
 from views import state
 
 ss = st.session_state
@@ -22,6 +22,20 @@ _rng = random.Random()
 # Views for bench/latency_floor.py alone, chosen by the URL parameter `bench`: the page without its
 # panels (sliders, explain() and the footer), and the same with explain() answered from the cache.
 BENCH_VARIANTS = ("no-panels", "no-explain")
+# Static CSS only, never user text. A metric's label wraps in a narrow column instead of ending in "…".
+PAGE_CSS = """
+[data-testid="stMetricLabel"] :is([data-testid="stMarkdownContainer"], p) {white-space: normal; overflow: visible}
+"""
+# Presentation mode, for a projector: larger type, and captions (Streamlit's are 0.875rem at 60%
+# opacity, a pale grey on a projector) nearly as dark as the text around them.
+PRESENTATION_CSS = """
+[data-testid="stMarkdown"] [data-testid="stMarkdownContainer"] :is(p, li) {font-size: 1.25rem}
+[data-testid="stCaptionContainer"] {font-size: 1.1rem; opacity: 0.85}
+[data-testid="stCaptionContainer"] p {font-size: 1.1rem}
+:is([data-testid="stWidgetLabel"], [data-testid="stMetricLabel"], [data-testid="stExpander"] summary) p {
+    font-size: 1.1rem}
+[data-testid="stHeading"] h3 {font-size: 2rem}
+"""
 
 
 def _set(key: str, value) -> None:
@@ -47,19 +61,42 @@ def _plot(fig, key: str) -> None:
     st.plotly_chart(fig, key=key, config=PLOT_CONFIG, theme=None)
 
 
+def explanation(text: str) -> None:
+    """A panel's prose: a caption under its chart, or, in presentation mode, folded under "What this
+    shows", so that a projected page is charts and numbers with the teacher doing the talking."""
+    if ss.get("presentation"):
+        with st.expander("What this shows"):
+            st.caption(text)
+    else:
+        st.caption(text)
+
+
+def page_style(presentation: bool) -> None:
+    # st.html with only a style goes to the event container, where it takes no space.
+    st.html(f"<style>{PAGE_CSS}{PRESENTATION_CSS if presentation else ''}</style>")
+
+
 # ---- controls -----------------------------------------------------------------------------------
 def sentence_controls(corpus: bool) -> None:
     ss.setdefault("text", state.DEFAULT_TEXT)
     st.text_area("Sentence (text)", key="text", height=68, persist_state="session",
                  placeholder="Type a sentence, e.g. a one-line movie review")
-    cols = st.columns(len(state.EXAMPLES) + 1)
-    for col, (label, sentence) in zip(cols, state.EXAMPLES.items(), strict=False):
-        col.button(f"Example: {label}", key=f"example_{label}", on_click=_set, args=("text", sentence),
-                   width="stretch", help=state.EXAMPLE_HELP[label])
-    if corpus:
-        cols[-1].button("Random review", key="random_sentence", on_click=_random_sentence,
-                        icon=":material/casino:",
-                        width="stretch", help="A random review from the movies test split")
+    # A row that wraps, of buttons as wide as their words: a narrow screen never cuts one short.
+    with st.container(horizontal=True, vertical_alignment="center", key="examples"):
+        st.markdown("Examples:", width="content")
+        for label, sentence in state.EXAMPLES.items():
+            st.button(label, key=f"example_{label}", on_click=_set, args=("text", sentence),
+                      help=state.EXAMPLE_HELP[label])
+        if corpus:
+            st.button("Random review", key="random_sentence", on_click=_random_sentence,
+                      icon=":material/casino:", help="A random review from the movies test split")
+
+
+def presentation_toggle() -> None:
+    ss.setdefault("presentation", False)
+    st.toggle("Presentation mode", key="presentation", persist_state="session",
+              help="For a projector: larger type, and each chart's explanation folded under "
+                   "“What this shows”. In the URL as presentation=1.")
 
 
 def model_controls(models: list[str]) -> None:
@@ -148,23 +185,26 @@ def sampling_controls(model) -> None:
 # ---- panels -------------------------------------------------------------------------------------
 def headline(result) -> None:
     i = result.positive_index
-    cols = st.columns(4)
+    # Bottom-aligned, every metric with a line under its value: a label that wraps to more lines
+    # than its neighbours' pushes nothing out of line.
+    cols = st.columns(4, vertical_alignment="bottom")
 
-    def estimate(col, label: str, quantity: str, value: float, help: str, sign: bool = False,
-                 unit: str = "") -> None:
+    def estimate(col, label: str, quantity: str, value: float, help: str, sign: bool = False) -> None:
         number, error = charts.with_se(result, quantity, value, sign)
-        col.metric(label, number + unit, delta=error, delta_color="off", delta_arrow="off",
+        col.metric(label, number, delta=error, delta_color="off", delta_arrow="off",
                    help=f"{help} {charts.se_help(result, quantity)}")
 
     estimate(cols[0], "P(positive) = E[f(z)]", "p_positive", float(result.mc_probs[i]),
              "The model's answer: average of the predictions of every attention sample.")
-    cols[1].metric("f(E[z]), mean attention", f"{float(result.mean_field_probs[i]):.3f}",
-                   help="One prediction, with every stochastic layer at its mean attention.")
+    cols[1].metric("f(E[z]), mean attention", f"{float(result.mean_field_probs[i]):.3f}", delta="one pass",
+                   delta_color="off", delta_arrow="off",
+                   help="One prediction, with every stochastic layer at its mean attention: no sampling, "
+                        "so no Monte Carlo error.")
     estimate(cols[2], "Gap E[f(z)] − f(E[z])", "gap", result.gap,
              "What averaging over attention samples changes in P(positive).", sign=True)
-    estimate(cols[3], "Epistemic (mutual information)", "mutual_information", result.mutual_information,
-             "The part of the predictive entropy due to attention samples disagreeing.", unit=" nats")
-    st.caption(charts.monte_carlo_caption(result))
+    estimate(cols[3], "Epistemic (mutual information), nats", "mutual_information", result.mutual_information,
+             "The part of the predictive entropy due to attention samples disagreeing, in nats.")
+    explanation(charts.monte_carlo_caption(result))
 
 
 def sweep_panel(model, name: str, text: str, hyper: dict, n_samples: int, seed: int) -> None:
@@ -180,7 +220,7 @@ def sweep_panel(model, name: str, text: str, hyper: dict, n_samples: int, seed: 
     others = tuple((h, v) for h, v in hyper.items() if h != swept and h not in prior_only)
     result = state.get_sweep(model, name, text, swept, others, n_samples, seed)
     _plot(charts.sweep_figure(result, current=hyper.get(swept)), "sweep")
-    st.caption(charts.sweep_caption(result, current=hyper.get(swept)))
+    explanation(charts.sweep_caption(result, current=hyper.get(swept)))
 
 
 def prediction_panel(result) -> None:
@@ -190,7 +230,7 @@ def prediction_panel(result) -> None:
         _plot(charts.prediction_figure(result), "prediction")
     with right:
         _plot(charts.entropy_figure(result), "entropy")
-        st.caption(charts.prediction_caption(result))
+        explanation(charts.prediction_caption(result))
 
 
 def picture_controls(result, model) -> tuple[int, int, int, int, bool]:
@@ -214,14 +254,37 @@ def picture_controls(result, model) -> tuple[int, int, int, int, bool]:
                    help="Whose attention to inspect: [CLS] is what the classifier reads.")
     c[3].selectbox("Key token for the density (key_token)", options, key="key_token",
                    persist_state="session", format_func=lambda i: charts.token_option(result.tokens, i))
+    window_control(result)
     ss.setdefault("relative_colour", False)
     st.toggle("Relative colour scales", key="relative_colour", persist_state="session",
               help="Off: every colour scale is fixed (weights 0 to 1, std and spread 0 to 0.5, KL on a log "
                    "scale), so a colour means the same value everywhere. On: each scale stretches over the "
                    "values shown, for contrast; a bright cell is then high only compared with the others.")
-    picture = {k: ss[k] for k in state.PICTURE_KEYS}
+    picture = {k: ss.get(k) for k in state.PICTURE_KEYS}
     state.write_query_params(state.PICTURE_KEYS, picture)
     return ss["layer"], ss["head"], ss["query_token"], ss["key_token"], ss["relative_colour"]
+
+
+def window_control(result) -> None:
+    """On a sentence too long for readable maps, where their window of tokens starts: around the
+    query token at first, moved to it when a newly chosen query falls outside, else where it is put."""
+    T, query = len(result.tokens), ss["query_token"]
+    starts = charts.window_starts(T)
+    if not starts:
+        ss["window_start"] = None                      # every token fits: no window, none in the URL
+        return
+    start = _as_index(ss.get("window_start"))
+    query_moved = ss.get("_window_query", query) != query
+    if start is None or (query_moved and query not in charts.token_window(T, start)):
+        start = charts.window_around(T, query)
+    ss["window_start"] = min(max(start, starts[0]), starts[-1])
+    ss["_window_query"] = query
+    st.select_slider(
+        "Tokens shown in the maps (window_start)", options=starts, key="window_start",
+        format_func=lambda s: charts.window_label(T, s), persist_state="session",
+        help=f"The sentence has {T} tokens, too many to read in a map: the maps show [CLS], "
+             f"{charts.TOKEN_WINDOW - 2} tokens in a row from here, and [SEP]. Choosing a query token "
+             "outside them moves them to it.")
 
 
 @st.fragment
@@ -234,14 +297,15 @@ def inspection(result, model) -> None:
     left, right = st.columns([3, 2])
     with left:
         _plot(charts.prior_posterior_figure(result, layer, head, query), "prior_posterior")
-        st.caption(charts.prior_posterior_caption(result, layer, head, query))
+        explanation(charts.prior_posterior_caption(result, layer, head, query))
     with right:
         _plot(charts.key_density_figure(result, layer, head, query, key), "density")
-        st.caption(charts.key_density_caption(result, layer, head, query, key))
+        explanation(charts.key_density_caption(result, layer, head, query, key))
 
     st.markdown(f"**2 · Sampled attention maps**, layer {layer} head {head}")
-    _plot(charts.sampled_maps_figure(result, layer, head, relative=relative), "maps")
-    st.caption(charts.sampled_maps_caption(result, layer, head, relative=relative))
+    shown = charts.token_window(len(result.tokens), ss.get("window_start") or 1)   # every token when few
+    _plot(charts.sampled_maps_figure(result, layer, head, relative=relative, shown=shown), "maps")
+    explanation(charts.sampled_maps_caption(result, layer, head, relative=relative, shown=shown))
 
     st.markdown("**3 · Where the uncertainty lives**, every layer and head")
     left, right = st.columns(2)
@@ -249,22 +313,22 @@ def inspection(result, model) -> None:
         _plot(charts.layer_head_figure(result, "spread", selected=(layer, head), relative=relative), "spread")
     with right:
         _plot(charts.layer_head_figure(result, "kl", selected=(layer, head), relative=relative), "kl")
-    st.caption(charts.layer_head_caption(result, relative=relative))
+    explanation(charts.layer_head_caption(result, relative=relative))
     st.divider()
     downloads(result, layer, head)       # here, so that they follow the selected layer and head
 
 
 def downloads(result, layer: int, head: int) -> None:
     """What the page shows for the selected layer and head, with the settings in a header and in
-    the file name; `ExplainResult.to_json()` has every layer and head, from the library."""
+    the file name; `bam_viz.export.full_json` has every layer and head, from the library."""
     c = st.columns(2)
     # Deferred to the click: the page's reruns need not serialise anything.
     c[0].download_button(f"Download layer {layer} head {head} (JSON)",
-                         data=lambda: json.dumps(result.view_json(layer, head), ensure_ascii=False),
-                         file_name=result.view_file_name(layer, head, "json"), mime="application/json",
+                         data=lambda: json.dumps(export.view_json(result, layer, head), ensure_ascii=False),
+                         file_name=export.file_name(result, layer, head, "json"), mime="application/json",
                          on_click="ignore", key="download_json")
-    c[1].download_button(f"Download layer {layer} head {head} (CSV)", data=lambda: result.view_csv(layer, head),
-                         file_name=result.view_file_name(layer, head, "csv"), mime="text/csv",
+    c[1].download_button(f"Download layer {layer} head {head} (CSV)", data=lambda: export.view_csv(result, layer, head),
+                         file_name=export.file_name(result, layer, head, "csv"), mime="text/csv",
                          on_click="ignore", key="download_csv")
 
 
@@ -294,6 +358,9 @@ def main() -> None:
         st.error("No pretrained models found in pretrained/: the lead's training has not shipped any yet.")
         return
     state.load_query_params(models)
+    with st.sidebar:
+        presentation_toggle()
+    page_style(ss["presentation"])
     sentence_controls(state.corpus_available())
     with st.sidebar:
         model_controls(models)
@@ -302,7 +369,8 @@ def main() -> None:
         model = state.get_model(name)
     except Exception as err:  # a corrupt or missing checkpoint: say so, keep the app alive
         st.error(f"Could not load the model “{name}”: {err}")
-        state.write_query_params(state.MAIN_KEYS, {"text": ss.get("text"), "model": name})
+        state.write_query_params(state.MAIN_KEYS, {"text": ss.get("text"), "model": name,
+                                                   "presentation": 1 if ss["presentation"] else None})
         return
     sync_hyper_to_model(model)
     with st.sidebar:
@@ -323,6 +391,7 @@ def live_view(model, name: str) -> None:
 
     text = ss.get("text", "")
     values = {"text": text, "model": name, "n_samples": ss["n_samples"], "seed": ss["seed"],
+              "presentation": 1 if ss["presentation"] else None,
               **{h: float(ss[h]) for h in model.hyper_names}}
     state.write_query_params(state.MAIN_KEYS, values)
     if not text.strip():
@@ -345,9 +414,13 @@ def live_view(model, name: str) -> None:
         (st.warning if result.truncated and "longer" in note else st.info)(note)
 
     headline(result)
-    sweep_panel(model, name, text, dict(hyper), n_samples, seed)
+    # The sweep sits at the top but is computed last (a new sentence costs one S-sample pass per
+    # swept value): the panels below it reach the browser first.
+    sweep_slot = st.container()
     prediction_panel(result)
     inspection(result, model)
+    with sweep_slot:
+        sweep_panel(model, name, text, dict(hyper), n_samples, seed)
     render_marker(values, started, result.n_samples)
 
 main()

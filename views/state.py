@@ -38,8 +38,9 @@ EXAMPLE_HELP = {
 # Every family's slider hyperparameters (range, scale, label, help), each name once.
 SLIDERS = {spec.name: spec for spec in families.all_slider_specs()}
 # Keys written by the main script; the inspection fragment writes its own (PICTURE_KEYS).
-MAIN_KEYS = ("text", "model", *SLIDERS, "n_samples", "seed")
-PICTURE_KEYS = ("layer", "head", "query_token", "key_token", "relative_colour")
+# `presentation` (larger type, prose folded away: for a projector) is in the URL only when on.
+MAIN_KEYS = ("text", "model", *SLIDERS, "n_samples", "seed", "presentation")
+PICTURE_KEYS = ("layer", "head", "query_token", "key_token", "relative_colour", "window_start")
 PICTURE_TOGGLES = ("relative_colour",)      # on/off picture controls; the rest are indices
 
 
@@ -189,6 +190,8 @@ def load_query_params(models: list[str]) -> None:
     for name, (lo, hi) in (("n_samples", N_SAMPLES_RANGE), ("seed", SEED_RANGE)):
         if name in qp and (n := _int(qp[name], lo, hi)) is not None:
             ss[name] = n
+    if "presentation" in qp and (on := _bool(qp["presentation"])) is not None:
+        ss["presentation"] = on
     for name in PICTURE_KEYS:
         if name in qp:
             value = _bool(qp[name]) if name in PICTURE_TOGGLES else _int(qp[name], 0, 10_000)
