@@ -64,13 +64,18 @@ def view_header(result: ExplainResult, layer: int, head: int) -> dict:
     }
 
 def view_headline(result: ExplainResult) -> dict:
-    """The page's headline numbers."""
+    """The page's headline numbers, with the Monte Carlo standard errors it shows (None where one
+    is not estimable: fewer samples than its estimator needs)."""
     i = result.positive_index
+    se = result.se
     return {
         "p_positive": float(result.mc_probs[i]), "p_positive_mean_field": float(result.mean_field_probs[i]),
         "gap": result.gap, "mutual_information": result.mutual_information,
         "predictive_entropy": result.predictive_entropy, "expected_entropy": result.expected_entropy,
+        "se_p_positive": se.p_positive, "se_gap": se.gap, "se_mutual_information": se.mutual_information,
+        "gap_distinguishable": result.gap_distinguishable,
     }
+
 
 def view_json(result: ExplainResult, layer: int, head: int) -> dict:
     """The page's view of (layer, head) as plain lists, weights to 6 significant digits:

@@ -253,7 +253,9 @@ def test_selected_head_is_marked():
     fig = charts.layer_head_figure(r, "spread", selected=(5, 3))
     marker = [t for t in fig.data if t.name == "selected"][0]
     assert list(marker.x) == [3] and list(marker.y) == [5]
-    assert fig.layout.xaxis.ticktext[3] == "head 3" and fig.layout.yaxis.ticktext[5] == "layer 5"
+    heads = dict(zip(fig.layout.xaxis.tickvals, fig.layout.xaxis.ticktext, strict=True))
+    assert heads == {0: "0", 3: "3", 6: "6", 9: "9"} and fig.layout.xaxis.title.text == "head"
+    assert fig.layout.yaxis.ticktext[5] == "layer 5"
     with pytest.raises(ValueError):
         charts.layer_head_figure(r, "entropy")
 
@@ -465,7 +467,7 @@ def test_a_lone_stochastic_layer_sits_on_its_own_row():
         layout = fig.layout
         assert layout.yaxis.type is None and layout.xaxis.type is None           # linear, not category
         assert list(layout.yaxis.tickvals) == list(range(L)) and list(layout.yaxis.range) == [L - 0.5, -0.5]
-        assert list(layout.xaxis.tickvals) == list(range(H)) and list(layout.xaxis.range) == [-0.5, H - 0.5]
+        assert list(layout.xaxis.tickvals) == list(range(0, H, 3)) and list(layout.xaxis.range) == [-0.5, H - 0.5]
         rows = []
         for t in fig.data:
             if t.type == "heatmap":
@@ -697,3 +699,36 @@ def test_window_captions_say_how_much_weight_is_shown():
     for deterministic in (charts.sampled_maps_caption(r, 0, 0, shown=shown),
                           charts.prior_posterior_caption(r, 0, 0, query, shown=shown)):
         assert f"{W} of {T}" in deterministic
+
+
+def _with_samples(r, p_positive, mean_field=0.5):
+    import dataclasses
+
+    import torch
+
+    probs = torch.tensor([[1 - p, p] for p in p_positive])
+    return dataclasses.replace(r, sample_probs=probs, mc_probs=probs.mean(0), n_samples=len(p_positive),
+                               mean_field_probs=torch.tensor([1 - mean_field, mean_field]))
+
+
+def test_with_se_gives_value_and_error_to_the_same_decimals():
+    r = _with_samples(fake("weibull"), [0.2, 0.4, 0.9, 0.5], mean_field=0.6)      # SE 0.147
+    assert charts.with_se(r, "p_positive", 0.5) == ("0.500", "± 0.147")
+    assert charts.with_se(r, "gap", r.gap, sign=True) == (charts.signed(r.gap, 3), "± 0.147")
+    tiny = _with_samples(fake("weibull"), [0.5001, 0.5002, 0.5003, 0.5004])
+    assert charts.with_se(tiny, "p_positive", 0.50025) == ("0.50025", "± 0.00006")   # never "± 0.000"
+    one = _with_samples(fake("weibull"), [0.7])
+    assert charts.with_se(one, "p_positive", 0.7)[1] == "needs ≥ 2 samples"
+    assert "at least 2 samples" in charts.se_help(one, "p_positive")
+    assert charts.with_se(fake("softmax"), "gap", 0.0)[1] == "exact"
+    assert "deterministic" in charts.se_help(fake("softmax"), "gap")
+    assert "jackknife" in charts.se_help(r, "mutual_information")
+
+
+def test_the_gap_verdict_compares_it_with_two_standard_errors():
+    noisy = _with_samples(fake("weibull"), [0.2, 0.4, 0.9, 0.5], mean_field=0.6)    # |gap| 0.1 < 0.29
+    assert "not distinguishable from zero" in charts.monte_carlo_caption(noisy)
+    clear = _with_samples(fake("weibull"), [0.80, 0.81, 0.79, 0.80], mean_field=0.6)  # |gap| 0.2 > 0.01
+    assert "The gap is distinguishable from zero" in charts.monte_carlo_caption(clear)
+    assert "Raise n_samples" in charts.monte_carlo_caption(_with_samples(fake("weibull"), [0.7]))
+    assert "exact" in charts.monte_carlo_caption(fake("softmax"))

@@ -35,7 +35,8 @@ def test_view_json_holds_the_selected_head_with_its_settings():
     assert view["headline"] == pytest.approx({
         "p_positive": float(r.mc_probs[1]), "p_positive_mean_field": float(r.mean_field_probs[1]), "gap": r.gap,
         "mutual_information": r.mutual_information, "predictive_entropy": r.predictive_entropy,
-        "expected_entropy": r.expected_entropy})
+        "expected_entropy": r.expected_entropy, "se_p_positive": r.se.p_positive, "se_gap": r.se.gap,
+        "se_mutual_information": r.se.mutual_information, "gap_distinguishable": r.gap_distinguishable})
     for name, full in (("sample_weights", r.sample_weights[:, 5, 3]), ("prior_sample_weights", r.prior_draws(5, 3)),
                        ("mean_weights", r.mean_weights[5, 3]), ("prior_weights", r.prior_weights[5, 3]),
                        ("sample_probs", r.sample_probs)):

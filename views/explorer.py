@@ -280,7 +280,7 @@ def window_control(result) -> None:
     ss["window_start"] = min(max(start, starts[0]), starts[-1])
     ss["_window_query"] = query
     st.select_slider(
-        "Tokens shown in the maps (window_start)", options=starts, key="window_start",
+        "Tokens shown in the bars and maps (window_start)", options=starts, key="window_start",
         format_func=lambda s: charts.window_label(T, s), persist_state="session",
         help=f"The sentence has {T} tokens, too many to read in a map: the maps show [CLS], "
              f"{charts.TOKEN_WINDOW - 2} tokens in a row from here, and [SEP]. Choosing a query token "
@@ -293,17 +293,18 @@ def inspection(result, model) -> None:
     st.subheader("Inside the attention")
     layer, head, query, key, relative = picture_controls(result, model)
 
+    # One token window for the bars and the maps (every token when few): it follows the query.
+    shown = charts.token_window(len(result.tokens), ss.get("window_start") or 1)
     st.markdown("**1 · Prior vs posterior** for the selected query")
     left, right = st.columns([3, 2])
     with left:
-        _plot(charts.prior_posterior_figure(result, layer, head, query), "prior_posterior")
-        explanation(charts.prior_posterior_caption(result, layer, head, query))
+        _plot(charts.prior_posterior_figure(result, layer, head, query, shown=shown), "prior_posterior")
+        explanation(charts.prior_posterior_caption(result, layer, head, query, shown=shown))
     with right:
         _plot(charts.key_density_figure(result, layer, head, query, key), "density")
         explanation(charts.key_density_caption(result, layer, head, query, key))
 
     st.markdown(f"**2 · Sampled attention maps**, layer {layer} head {head}")
-    shown = charts.token_window(len(result.tokens), ss.get("window_start") or 1)   # every token when few
     _plot(charts.sampled_maps_figure(result, layer, head, relative=relative, shown=shown), "maps")
     explanation(charts.sampled_maps_caption(result, layer, head, relative=relative, shown=shown))
 
@@ -327,7 +328,8 @@ def downloads(result, layer: int, head: int) -> None:
                          data=lambda: json.dumps(export.view_json(result, layer, head), ensure_ascii=False),
                          file_name=export.file_name(result, layer, head, "json"), mime="application/json",
                          on_click="ignore", key="download_json")
-    c[1].download_button(f"Download layer {layer} head {head} (CSV)", data=lambda: export.view_csv(result, layer, head),
+    c[1].download_button(f"Download layer {layer} head {head} (CSV)",
+                         data=lambda: export.view_csv(result, layer, head),
                          file_name=export.file_name(result, layer, head, "csv"), mime="text/csv",
                          on_click="ignore", key="download_csv")
 
