@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
+from typing import NamedTuple
 
 import torch
 
@@ -92,7 +93,20 @@ class PriorDraws:
         return w[:, 0].float().cpu()
 
 
-def lower_states(model, text: str):
+class LowerStates(NamedTuple):
+    """What `explain()` and the sweep reuse for one text while the sliders move."""
+
+    tokens: list[str]             # the tokens kept, [CLS] first and [SEP] last
+    truncated: bool
+    word_pieces: int              # in the whole text, without [CLS] and [SEP]
+    text: str                     # the text encoded: the kept tokens decoded when truncated
+    ids: torch.Tensor             # (1, T)
+    mask: torch.Tensor            # (1, T)
+    x: torch.Tensor               # (1, T, C) the states below the first stochastic layer
+    traces: list                  # their attention traces
+
+
+def lower_states(model, text: str) -> LowerStates:
     """Tokens and the deterministic states below the first stochastic layer, cached per text."""
     hit = model.explain_cache.lower.get(text)
     if hit is None:
@@ -100,7 +114,10 @@ def lower_states(model, text: str):
         ids_t = torch.tensor([ids], device=model.device)
         mask = torch.ones_like(ids_t, dtype=torch.bool)
         x, traces = model.lower(ids_t, mask, trace=Trace.FULL)
-        hit = model.explain_cache.lower.put(text, (tokens, truncated, ids_t, mask, x, traces))
+        pieces = model.tokenizer.length(text) - 2 if truncated else len(ids) - 2
+        encoded = model.tokenizer.decode(ids) if truncated else text
+        hit = model.explain_cache.lower.put(text, LowerStates(tokens, truncated, pieces, encoded, ids_t, mask, x,
+                                                              traces))
     return hit
 
 
@@ -118,7 +135,8 @@ def explain(model, text: str, n_samples: int = 32, seed: int = 0, hyper: Hyper |
     model.eval()
     family = model.attention_family
     stochastic_layers = model.config.stochastic_layers
-    tokens, truncated, ids, mask, x, lower_traces = lower_states(model, text)
+    lower = lower_states(model, text)
+    tokens, truncated, mask, x, lower_traces = lower.tokens, lower.truncated, lower.mask, lower.x, lower.traces
     S = n_samples
     # The S-sample pass (most of explain's time) does not read the prior's hyperparameters, so
     # moving beta reuses it and recomputes only the one-row mean pass and the prior's draws.
@@ -173,15 +191,14 @@ def explain(model, text: str, n_samples: int = 32, seed: int = 0, hyper: Hyper |
             prior[name] = _stack_params(lower_traces, mf_traces, "prior_params", name)
     notes = []
     if truncated:
-        # Counted again here, for the note alone: the per-text cache keeps the truncated tokens only.
-        pieces, kept = model.tokenizer.length(text) - 2, model.max_tokens - 2      # without [CLS], [SEP]
+        pieces, kept = lower.word_pieces, model.max_tokens - 2                      # without [CLS], [SEP]
         notes.append(f"The text is longer than this model's maximum of {model.max_tokens} tokens: it has "
                      f"{pieces} word pieces, and only the first {kept} (with [CLS] and [SEP], "
                      f"{model.max_tokens} tokens) were kept; the last {pieces - kept} were left out.")
     if not has_prior:
         notes.append("This model has no attention prior: prior panels repeat the posterior.")
     return ExplainResult(
-        text=model.tokenizer.decode(ids[0].tolist()) if truncated else text,
+        text=lower.text,
         tokens=tokens, classes=list(CLASSES), model_name=model.name, family=model.family,
         stochastic_layers=list(stochastic_layers) if model.stochastic else [],
         hyper=dict(hyper), n_samples=S, seed=seed, truncated=truncated,

@@ -69,7 +69,8 @@ def sweep(model, text: str, name: str, values: list[float] | None = None, n_samp
     base = model.hyper(**hyper)
     values = sorted(float(v) for v in (values if values is not None else sweep_values(model, name)))
     model.eval()
-    _, _, _, mask, x, _ = lower_states(model, text)
+    lower = lower_states(model, text)
+    mask, x = lower.mask, lower.x
     samples, mean_field = [], []
     for v in values:
         h = base.replace(**{name: v})
