@@ -1,4 +1,5 @@
-"""`python -m bam_viz bench`: explain() latency and what batching the samples buys, in one run.
+"""`python -m bam_viz bench`: explain() latency, what batching the samples buys, and what a new
+sentence costs the live explorer (its first frame, then every slider value), in one run.
 
 Medians over repeated runs on this machine, all measured in the same process so that ratios
 compare like with like. A benchmark, not a test: shared machines are noisy.
@@ -53,10 +54,9 @@ def sentence_of_length(model, n_tokens: int) -> str:
 def run_bench(args) -> dict:
     import json
 
-    from bam_viz import zoo
+    from bam_viz import live, zoo
     from bam_viz.attention import Mode
     from bam_viz.device import tune_allocator
-    from bam_viz.sweep import sweep, sweep_values
 
     model = zoo.load(args.model)
     S = args.samples
@@ -64,8 +64,6 @@ def run_bench(args) -> dict:
     tokens = model.tokenize(text)
 
     moves = iter(range(10**9))
-    # The explorer sweeps the first slider the posterior reads (bam_viz.sweep).
-    swept = next((spec.name for spec in model.slider_specs if not spec.prior_only), None)
 
     def explain_warm():  # a shape_k move: a new value each time; tokens and lower layers cached
         model.explain(text, n_samples=S, seed=1, shape_k=7.0 + 1e-3 * next(moves))
@@ -77,9 +75,25 @@ def run_bench(args) -> dict:
         model.clear_caches()
         model.explain(text, n_samples=S, seed=1)
 
-    def sweep_new_sentence():  # the explorer's sweep chart for a new sentence: lower layers included
+    grid_times: dict[str, list[float]] = {"grid_first_frame_ms": [], "grid_complete_ms": []}
+    sizes = {}
+
+    def grid_new_sentence():  # a new sentence in the live explorer: nothing cached
         model.clear_caches()
-        sweep(model, text, swept, n_samples=S, seed=1)
+        t0 = time.perf_counter()
+        g = live.LiveGrid(model, text, S, 1)
+        post = live.nearest(g.values, model.trained_hyper.get(g.posterior_spec.name, 1.0), True) \
+            if g.posterior_spec else 0
+        g.start(post)
+        layer = g.stochastic_layers[-1] if g.stochastic_layers else model.n_layers - 1
+        live.summary_payload(g, post)
+        live.inside_payload(g, post, 0, layer, 0, 0, 1)
+        grid_times["grid_first_frame_ms"].append(1000 * (time.perf_counter() - t0))
+        g.wait(300)
+        grid_times["grid_complete_ms"].append(1000 * (time.perf_counter() - t0))
+        sizes.update(grid_values=len(g.values), grid_prior_values=len(g.prior_values),
+                     summary_bytes=len(live.summary_payload(g, post)),
+                     inside_bytes=len(live.inside_payload(g, post, 0, layer, 0, 0, 1)))
 
     ids = torch.tensor([model.tokenizer.encode(text)[0]], device=model.device)
     mask = torch.ones_like(ids, dtype=torch.bool)
@@ -111,13 +125,16 @@ def run_bench(args) -> dict:
             "explain_warm_ms": _median_ms(explain_warm, args.repeats),
             "explain_beta_ms": _median_ms(explain_beta, args.repeats),
             "explain_cold_ms": _median_ms(explain_cold, args.repeats),
-            **({"sweep_ms": _median_ms(sweep_new_sentence, max(3, args.repeats // 6))} if swept else {}),
+
             # The passes whose ratios are reported, timed in turns.
             **_interleaved_medians_ms({"batched_pass_ms": batched, "looped_passes_ms": looped,
                                        "deterministic_pass_ms": deterministic,
                                        "batched_from_ids_ms": batched_from_ids,
                                        "looped_from_ids_ms": looped_from_ids}, args.repeats),
         }
+        for _ in range(max(3, args.repeats // 6)):
+            grid_new_sentence()
+        figures |= {k: statistics.median(v) for k, v in grid_times.items()}
     result = {
         "model": args.model, "n_samples": S, "tokens": len(tokens), "sentence": text,
         "torch_threads": torch.get_num_threads(), "device": str(model.device),
@@ -127,7 +144,7 @@ def run_bench(args) -> dict:
         "speedup_batched_vs_looped": round(figures["looped_passes_ms"] / figures["batched_pass_ms"], 2),
         "speedup_end_to_end": round(figures["looped_from_ids_ms"] / figures["batched_from_ids_ms"], 2),
         "cost_batched_vs_one_deterministic": round(figures["batched_pass_ms"] / figures["deterministic_pass_ms"], 2),
-        **({"sweep_values": len(sweep_values(model, swept)), "sweep_hyper": swept} if swept else {}),
+        "grid_workers": live.WORKERS, **sizes,
     }
     if args.json:
         with open(args.json, "w") as f:

@@ -127,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     add_train_args(sub.add_parser("train", help="fine-tune a zoo model and write pretrained/<name>/"))
     add_evaluate_args(sub.add_parser("evaluate", help="accuracy, NLL, Brier, ECE, AUROCs, Spearman on a corpus split"))
-    add_bench_args(sub.add_parser("bench", help="explain() latency and batched-sampling speed-ups"))
+    add_bench_args(sub.add_parser("bench", help="explain() latency, batching speed-ups, a live grid"))
     add_report_args(sub.add_parser("report", help="README tables from saved evaluate --json results"))
     add_examples_args(sub.add_parser("examples", help="choose the explorer's example sentences on movies dev"))
     return parser

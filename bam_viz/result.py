@@ -44,6 +44,26 @@ class MonteCarloErrors:
     estimator: str = "; ".join(f"{k}: {v}" for k, v in ESTIMATORS.items())
 
 
+def monte_carlo_errors(samples: np.ndarray, mean_field: float, positive: int, stochastic: bool) -> MonteCarloErrors:
+    """`MonteCarloErrors` of S per-sample predictive distributions `samples` (S, C), with f(E[z])'s
+    P(positive) `mean_field`; `stochastic` False for a model with no random layer (every error 0)."""
+    samples = np.asarray(samples, dtype=np.float64)
+    S = samples.shape[0]
+    if not stochastic or (S >= 2 and (samples == samples[0]).all()):
+        return MonteCarloErrors(0.0, 0.0, 0.0, S)
+    if S < 2:
+        return MonteCarloErrors(None, None, None, S)
+    p = samples[:, positive]                                                     # (S,)
+    differences = p - mean_field                                                 # (S,) d_s
+    mi = float(metrics.mutual_information_jackknife_se(samples[None])[0]) if S >= 3 else None
+    return MonteCarloErrors(
+        p_positive=float(p.std(ddof=1) / np.sqrt(S)),
+        gap=float(differences.std(ddof=1) / np.sqrt(S)),
+        mutual_information=mi,
+        n_samples=S,
+    )
+
+
 @dataclass
 class ExplainResult:
     text: str                          # the text actually encoded (after any truncation)
@@ -139,22 +159,9 @@ class ExplainResult:
         """Standard errors of E[f(z)], the gap and the mutual information (see `MonteCarloErrors`).
 
         Cached: results are read-only."""
-        S = self.sample_probs.shape[0]
-        samples = self.sample_probs.detach().cpu().double().numpy()              # (S, C)
-        if not self.stochastic_layers or (S >= 2 and (samples == samples[0]).all()):
-            return MonteCarloErrors(0.0, 0.0, 0.0, S)
-        if S < 2:
-            return MonteCarloErrors(None, None, None, S)
-        i = self.positive_index
-        p = samples[:, i]                                                        # (S,)
-        differences = p - float(self.mean_field_probs[i])                        # (S,) d_s
-        mi = float(metrics.mutual_information_jackknife_se(samples[None])[0]) if S >= 3 else None
-        return MonteCarloErrors(
-            p_positive=float(p.std(ddof=1) / np.sqrt(S)),
-            gap=float(differences.std(ddof=1) / np.sqrt(S)),
-            mutual_information=mi,
-            n_samples=S,
-        )
+        return monte_carlo_errors(self.sample_probs.detach().cpu().double().numpy(),
+                                  float(self.mean_field_probs[self.positive_index]), self.positive_index,
+                                  bool(self.stochastic_layers))
 
     @property
     def gap_distinguishable(self) -> bool | None:
@@ -190,8 +197,6 @@ class ExplainResult:
         `label`, or None where there is no continuous density (softmax, categorical, or a
         deterministic layer).
         """
-        import warnings
-
         family = families.get(self.family)
         if not self.posterior_params or layer not in self.stochastic_layers or not family.has_density:
             return None
@@ -200,35 +205,45 @@ class ExplainResult:
             {k: v[layer, head, query] for k, v in self.prior_params.items()},
             key,
         )
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
+        q_lo, q_hi = log10_range(q)
+        p_lo, p_hi = log10_range(p)
+        if not (np.isfinite(q_lo) and np.isfinite(q_hi)) or q_hi <= q_lo:
+            q_lo, q_hi = -3.0, 0.0
+        # The prior may reach hundreds of decades lower: show at most 8 decades below q.
+        lo = min(q_lo, max(p_lo if np.isfinite(p_lo) else -np.inf, q_lo - 8.0)) - 0.1
+        hi = max(q_hi, min(p_hi if np.isfinite(p_hi) else q_hi, q_hi + 8.0)) + 0.1
+        x = np.linspace(lo, hi, n_points)
+        return {
+            "x": x,
+            "posterior": log10_density(q, x),
+            "prior": log10_density(p, x),
+            "label": f"log10 {family.density_variable}",
+        }
 
-            def log10_quantiles(d):
-                try:
-                    return np.log10(d.ppf([0.001, 0.999]).astype(float))
-                except (OverflowError, ValueError, FloatingPointError):
-                    return np.array([np.nan, np.nan])
 
-            q_lo, q_hi = log10_quantiles(q)
-            p_lo, p_hi = log10_quantiles(p)
-            if not (np.isfinite(q_lo) and np.isfinite(q_hi)) or q_hi <= q_lo:
-                q_lo, q_hi = -3.0, 0.0
-            # The prior may reach hundreds of decades lower: show at most 8 decades below q.
-            lo = min(q_lo, max(p_lo if np.isfinite(p_lo) else -np.inf, q_lo - 8.0)) - 0.1
-            hi = max(q_hi, min(p_hi if np.isfinite(p_hi) else q_hi, q_hi + 8.0)) + 0.1
-            x = np.linspace(lo, hi, n_points)
-            s = 10.0**x
+def log10_range(d) -> tuple[float, float]:
+    """log10 of the 0.1% and 99.9% quantiles of a frozen SciPy distribution on (0, inf); NaNs
+    where SciPy cannot say (extreme parameters)."""
+    import warnings
 
-            def density(d):
-                try:
-                    out = np.exp(d.logpdf(s) + np.log(s) + np.log(np.log(10.0)))
-                except (OverflowError, ValueError, FloatingPointError):
-                    return np.zeros_like(x)
-                return np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            return tuple(float(v) for v in np.log10(d.ppf([0.001, 0.999]).astype(float)))
+        except (OverflowError, ValueError, FloatingPointError):
+            return (float("nan"), float("nan"))
 
-            return {
-                "x": x,
-                "posterior": density(q),
-                "prior": density(p),
-                "label": f"log10 {family.density_variable}",
-            }
+
+def log10_density(d, x: np.ndarray) -> np.ndarray:
+    """Density of u = log10 s at `x` for a frozen SciPy distribution of s: p_U(u) = p_S(s) s ln 10.
+    Zeros where it overflows, never NaN."""
+    import warnings
+
+    s = 10.0 ** np.asarray(x, dtype=float)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            out = np.exp(d.logpdf(s) + np.log(s) + np.log(np.log(10.0)))
+        except (OverflowError, ValueError, FloatingPointError):
+            return np.zeros_like(s)
+    return np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0)

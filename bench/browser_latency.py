@@ -1,22 +1,25 @@
-"""Browser latency: from a slider keypress to the updated charts, in headless Debian chromium.
+"""Browser latency of the explorer, in headless Debian chromium, against a trivial Streamlit page.
 
-    .venv/bin/python bench/browser_latency.py [--presses 20] [--json out.json]
+    .venv/bin/python bench/browser_latency.py [--presses 20] [--runs 3] [--json out.json]
 
-Measures the explorer (model bam-wc, a 24-token sentence, 32 samples, pressing ArrowRight on the
-`shape_k` slider, or `beta` with --slider beta) and, in the same run, `bench/trivial_app.py`
-(one slider, one line of text), and prints median and p95 of each and their ratio.
+The explorer's sliders and charts live in the browser (views/components.py): a press repaints
+canvases from data sent once per sentence. Measured, in one run per `--runs`, interleaved:
 
-How "updated" is detected: both apps end every full run with a footer inside a container keyed
-`render_marker` whose text starts "view N" (N counts the session's runs). The explorer hides it
-from users (shown only with the URL parameter debug=1), so the page measured is the users' page; a
-hidden element's `innerText` is still its text, which is all the bench reads. After each keypress
-the clock stops when (1) the footer reads "view N+1", (2) Streamlit's running indicator
-(`[data-testid="stStatusWidget"]`) is gone, and (3) two animation frames have passed, so plotly has
-drawn the new figures. The footer is written after every chart, so (1) means every chart's data
-has reached the browser. Each press moves shape_k one grid step (~15%) to the right, from the
-trained k = 3 towards 1000 (40 steps away), so every press asks for a value not seen before and
-recomputes `explain()`: no press hits the result cache. The footer's server time is reported
-beside each figure, to split the server's share from the browser's.
+  slider press   ArrowRight on the `shape_k` slider (bam-wc, a 24-token sentence, 32 samples), from
+                 the keypress to every chart component having painted the new value (each component
+                 writes the press's sequence number `window.bamviz.seq` into its root's
+                 `data-seq` after painting), then two animation frames. 0.5 s between presses, so
+                 that each release's round trip to the server (URL, captions) happens in between
+                 and any cost it has on the page is inside the next press's time.
+  trivial press  bench/trivial_app.py (one slider, one line of text): from the keypress to its
+                 footer reading the next run ("view N+1"), Streamlit idle, two animation frames.
+  new visitor    a new page on the running server (model loaded), the default sentence already
+                 computed: from `goto` to the first charts painted, and to every chart painted.
+  new sentence   on an open page, a sentence never seen submitted: to the first charts painted with
+                 it, and to the whole slider grid (every frame) drawn.
+  fresh server   a server just started (health check passed), a new page: to the first charts.
+
+Medians and p95 per run, the machine's load average beside each run.
 
 The helpers here (free port, serving an app, launching chromium) are shared with
 tests/test_browser.py.
@@ -28,7 +31,6 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import socket
 import statistics
 import subprocess
@@ -97,13 +99,6 @@ def launch_chromium(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
 
 
-def marker_server_ms(page) -> float | None:
-    """The server's time on the last run, from the footer's "server N ms" (None if it has none)."""
-    text = page.locator(".st-key-render_marker").first.inner_text()
-    found = re.search(r"server (\d+) ms", text)
-    return float(found.group(1)) if found else None
-
-
 def marker_view(page) -> int:
     """N from the footer "view N · …" (0 before the first run has finished)."""
     loc = page.locator(".st-key-render_marker")
@@ -126,15 +121,8 @@ def wait_for_view(page, n: int, timeout_ms: float = 120_000) -> None:
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
-def wait_for_charts(page, n_charts: int, timeout_ms: float = 120_000) -> None:
-    page.wait_for_function(
-        "n => document.querySelectorAll('.js-plotly-plot .main-svg').length >= 2 * n",
-        arg=n_charts, timeout=timeout_ms)
-
-
-def measure(page, slider_name: str, presses: int, server: list | None = None) -> list[float]:
-    """Seconds from each keypress on the slider to the updated page; the server's own seconds on
-    each run are appended to `server` when the app reports them."""
+def measure(page, slider_name: str, presses: int) -> list[float]:
+    """Seconds from each keypress on a server-side slider to the page's next view (the trivial page)."""
     slider = page.get_by_role("slider", name=slider_name)
     slider.focus()
     times = []
@@ -145,10 +133,47 @@ def measure(page, slider_name: str, presses: int, server: list | None = None) ->
         page.keyboard.press(key)
         wait_for_view(page, before + 1)
         times.append(time.perf_counter() - t0)
-        ms = marker_server_ms(page)
-        if server is not None and ms is not None:
-            server.append(ms / 1000)
         page.wait_for_timeout(150)          # let the slider's debounce settle before the next press
+    return times
+
+
+EXPLORER_QUERY = f"?model=bam-wc&n_samples=32&seed=0&text={quote(SENTENCE_24)}"
+
+
+def painted(page, text_id: str | None = None, complete: bool = False, timeout_ms: float = 120_000) -> None:
+    """Until both chart components have painted the sliders' latest value (and, with `text_id`, a
+    payload whose id differs from it; with `complete`, every frame of the grid), then two frames."""
+    page.wait_for_function(
+        """([old, complete]) => {
+            const roots = [...document.querySelectorAll('.bamviz-root[data-kind=summary], '
+                                                        + '.bamviz-root[data-kind=inside]')];
+            if (roots.length < 2 || !window.bamviz) return false;
+            const seq = String(window.bamviz.seq || 0);
+            for (const r of roots) {
+                if (!r.dataset.painted || (r.dataset.seq || '0') !== seq) return false;
+                if (old !== null && r.dataset.kind === 'summary' && r.dataset.id === old) return false;
+                if (complete && r.dataset.ready !== r.dataset.total) return false;
+            }
+            return true;
+        }""", arg=[text_id, complete], timeout=timeout_ms, polling="raf")
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+
+def summary_id(page) -> str | None:
+    return page.evaluate("() => document.querySelector('.bamviz-root[data-kind=summary]')?.dataset.id ?? null")
+
+
+def press_live(page, slider_name: str, presses: int, pause_ms: float = 500) -> list[float]:
+    """Seconds from each ArrowRight on a live slider to both chart components painted with it."""
+    slider = page.get_by_role("slider", name=slider_name)
+    slider.focus()
+    times = []
+    for _ in range(presses):
+        t0 = time.perf_counter()
+        page.keyboard.press("ArrowRight")
+        painted(page)
+        times.append(time.perf_counter() - t0)
+        page.wait_for_timeout(pause_ms)
     return times
 
 
@@ -159,66 +184,103 @@ def summary(times: list[float]) -> dict:
             "times_s": [round(t, 4) for t in times]}
 
 
-EXPLORER_QUERY = f"?model=bam-wc&n_samples=32&seed=0&text={quote(SENTENCE_24)}"
-
-
-def measure_app(browser, app: Path, slider: str, presses: int, n_charts: int = 0, query: str = "",
-                screenshot: Path | None = None) -> dict:
-    """Serve `app`, open it at `query`, wait for its first view (and `n_charts` plotly charts),
-    press `slider` twice to warm up, then time `presses` presses: their summary, and the server's."""
+def measure_app(browser, app: Path, slider: str, presses: int, query: str = "") -> dict:
+    """A Streamlit page whose slider reruns the server (the trivial page): serve `app`, open it at
+    `query`, press `slider` twice to warm up, then time `presses` presses to the next view."""
     with serve(app) as url:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(url + query)
         wait_for_view(page, 1)
-        wait_for_charts(page, n_charts)
         measure(page, slider, 2)                      # warm-up: imports, first compile
-        server: list[float] = []
-        result = summary(measure(page, slider, presses, server))
-        if server:
-            result["server"] = summary(server)
-        if screenshot:
-            page.screenshot(path=str(screenshot))
+        result = summary(measure(page, slider, presses))
         page.close()
     return result
 
 
-def run(presses: int = 20, screenshot: Path | None = None, slider: str = "shape_k") -> dict:
+def open_explorer(browser, url: str, query: str = EXPLORER_QUERY, complete: bool = True):
+    """A new page on the explorer; returns it with the seconds to the first charts and to all of them."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    t0 = time.perf_counter()
+    page.goto(url + query)
+    painted(page)
+    first = time.perf_counter() - t0
+    if complete:
+        painted(page, complete=True)
+    return page, first, time.perf_counter() - t0
+
+
+def new_sentence(page, text: str) -> tuple[float, float]:
+    """Submit `text` on an open explorer: seconds to its first charts, and to its whole grid."""
+    old = summary_id(page)
+    box = page.get_by_label("Sentence (text)")
+    box.fill(text)
+    t0 = time.perf_counter()
+    box.press("Control+Enter")
+    painted(page, text_id=old)
+    first = time.perf_counter() - t0
+    painted(page, complete=True)
+    return first, time.perf_counter() - t0
+
+
+FRESH_SENTENCES = ("the cast is charming but the story never finds its feet and the jokes land rarely at best",
+                   "a cold and clever thriller whose twists arrive on time and whose heart never does sadly",
+                   "i laughed more than i expected though the final act drags on long after it should end")
+
+
+def run_once(browser, presses: int, slider: str, index: int, screenshot: Path | None = None) -> dict:
+    """One run: a fresh server (its first page timed), presses on the explorer, a new visitor, a
+    new sentence, and the trivial page."""
+    load = os.getloadavg()[0]
+    out: dict = {"load_1min": round(load, 2)}
+    with serve(ROOT / "app.py") as url:
+        page, first, _ = open_explorer(browser, url)
+        out["fresh_server_first_s"] = first
+        press_live(page, slider, 2)                                  # warm-up
+        out["explorer"] = summary(press_live(page, slider, presses))
+        if screenshot:
+            page.screenshot(path=str(screenshot))
+        out["new_sentence_first_s"], out["new_sentence_all_s"] = new_sentence(page, FRESH_SENTENCES[index % 3])
+        page.close()
+        visitor, first, everything = open_explorer(browser, url)
+        out["new_visitor_first_s"], out["new_visitor_all_s"] = first, everything
+        visitor.close()
+    out["trivial"] = measure_app(browser, ROOT / "bench" / "trivial_app.py", "value", presses)
+    return out
+
+
+def run(presses: int = 20, screenshot: Path | None = None, slider: str = "shape_k", runs: int = 3) -> dict:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = launch_chromium(p)
         try:
-            results = {
-                "explorer": measure_app(browser, ROOT / "app.py", slider, presses, 8, EXPLORER_QUERY,
-                                        screenshot),
-                "trivial": measure_app(browser, ROOT / "bench" / "trivial_app.py", "value", presses),
-            }
+            results = [run_once(browser, presses, slider, i, screenshot if i == 0 else None) for i in range(runs)]
         finally:
             browser.close()
-    results["ratio_median"] = results["explorer"]["median_s"] / results["trivial"]["median_s"]
-    results["ratio_p95"] = results["explorer"]["p95_s"] / results["trivial"]["p95_s"]
-    results["setup"] = {"model": "bam-wc", "tokens": 24, "n_samples": 32, "presses": presses,
-                        "slider": f"{slider} (ArrowRight, a new value each press)", "browser": CHROMIUM}
-    return results
+    return {"runs": results, "setup": {
+        "model": "bam-wc", "tokens": 24, "n_samples": 32, "presses": presses, "runs": runs,
+        "slider": f"{slider} (ArrowRight, a new value each press)", "browser": CHROMIUM, "cpus": os.cpu_count()}}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--presses", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--json", type=Path, help="write the figures here as JSON")
     parser.add_argument("--screenshot", type=Path, help="save a screenshot of the explorer here")
     parser.add_argument("--slider", default="shape_k", choices=["shape_k", "beta"],
                         help="the explorer's slider to press (beta changes only the prior's panels)")
     args = parser.parse_args()
-    res = run(args.presses, args.screenshot, args.slider)
-    for label in ("explorer", "trivial"):
-        r = res[label]
-        print(f"{label:9s} median {1000 * r['median_s']:7.1f} ms   p95 {1000 * r['p95_s']:7.1f} ms"
-              f"   ({r['n']} presses)")
-        if "server" in r:
-            print(f"  of which the server's run: median {1000 * r['server']['median_s']:.1f} ms, "
-                  f"p95 {1000 * r['server']['p95_s']:.1f} ms")
-    print(f"ratio     median {res['ratio_median']:.2f}x   p95 {res['ratio_p95']:.2f}x")
+    res = run(args.presses, args.screenshot, args.slider, args.runs)
+    print(f"{'run':>3} {'load':>5} | {'explorer press med/p95':>22} | {'trivial press med/p95':>21} | "
+          f"{'visitor first/all':>17} | {'sentence first/all':>18} | fresh server")
+    for i, r in enumerate(res["runs"]):
+        e, t = r["explorer"], r["trivial"]
+        print(f"{i + 1:>3} {r['load_1min']:>5.2f} | {1000 * e['median_s']:8.1f} / {1000 * e['p95_s']:6.1f} ms   | "
+              f"{1000 * t['median_s']:7.1f} / {1000 * t['p95_s']:6.1f} ms  | "
+              f"{r['new_visitor_first_s']:6.2f} / {r['new_visitor_all_s']:5.2f} s | "
+              f"{r['new_sentence_first_s']:7.2f} / {r['new_sentence_all_s']:5.2f} s | "
+              f"{r['fresh_server_first_s']:.2f} s")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(res, indent=2))

@@ -6,17 +6,23 @@ models takes seconds, so each fresh AppTest costs.
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
 import bam_viz
+from bam_viz import live
 from views import state
 from views.state import N_SAMPLES_RANGE
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
+# A browser polls while a sentence's frames are being made, which keeps its grid alive; AppTest does
+# not, so here no grid is given up as abandoned (tests/test_live.py covers the giving up).
+live.IDLE_S = float("inf")
 MODELS = bam_viz.available_models()
 
 HOSTILE_TEXTS = {
@@ -41,23 +47,50 @@ def ok(at: AppTest) -> AppTest:
     return at
 
 
-def metric_values(at: AppTest) -> dict[str, float]:
-    return {m.label: float(m.value.split()[0]) for m in at.metric}
+def component(at: AppTest, key: str):
+    """The live component mounted with `key` (views/components.py)."""
+    found = [e for e in at.get("bidi_component") if e.key == key]
+    assert len(found) == 1, [e.key for e in at.get("bidi_component")]
+    return found[0].proto
 
 
-def assert_finite_metrics(at: AppTest):
-    values = metric_values(at)
-    assert len(values) == 4
-    assert all(math.isfinite(v) for v in values.values()), values
+def payload(at: AppTest, key: str = "live_summary") -> tuple[dict, dict]:
+    """The header and arrays the browser's charts receive (`bam_viz.live.unpack`)."""
+    return live.unpack(component(at, key).bytes)
 
 
-def n_charts(at: AppTest) -> int:
-    return len(at.get("plotly_chart"))
+def slider_data(at: AppTest) -> dict:
+    return json.loads(component(at, "live_sliders").json)
 
 
-def charts_of(name: str) -> int:
-    """Seven panels' charts, and the sweep where the model has a posterior slider to sweep."""
-    return 7 + (state.swept_hyper(bam_viz.load(name)) is not None)
+def shown_stats(at: AppTest) -> dict[str, float]:
+    """The headline's numbers at the server's current slider value, as the browser first draws them."""
+    header, arrays = payload(at)
+    i = header["slider"]["current"] if header["slider"] else 0
+    return dict(zip(header["stats"], arrays["stats"][i].tolist(), strict=True))
+
+
+def assert_finite_view(at: AppTest):
+    """Both chart payloads are there, every number the current frame shows is finite (errors may be
+    NaN only where they are not estimable), and nothing drawn is NaN or infinite."""
+    stats = shown_stats(at)
+    assert all(math.isfinite(stats[k]) for k in ("p_mc", "p_mean_field", "gap", "mi", "expected_entropy")), stats
+    header, arrays = payload(at, "live_inside")
+    i = header["slider"]["current"] if header["slider"] else 0
+    for name, a in arrays.items():
+        rows = a[i] if name in ("maps", "post_row", "spread", "kl", "post_density") else a
+        assert np.isfinite(rows).all(), name
+
+
+def captions_of(at: AppTest) -> str:
+    """Every panel's prose the browser shows, from both payloads."""
+    return " ".join(" ".join(payload(at, key)[0].get("captions", {}).values())
+                    for key in ("live_summary", "live_inside"))
+
+
+def settle() -> None:
+    """Until the background frames of every grid are made (they call explain() from worker threads)."""
+    assert live.wait_idle(180)
 
 
 @pytest.fixture(scope="module")
@@ -73,10 +106,13 @@ def test_zoo_is_there():
 
 def test_default_view(at):
     assert at.selectbox(key="model").value == "bam-wc"
-    assert_finite_metrics(at)
-    assert n_charts(at) == charts_of(at.selectbox(key="model").value)
+    assert_finite_view(at)
+    header, _ = payload(at)
+    assert header["slider"]["name"] == "shape_k" and header["ready"][header["slider"]["current"]]
+    assert header["slider"]["values"][header["slider"]["current"]] == 3.0          # the trained k
     assert at.query_params["model"] == "bam-wc"
     assert any(c.value.startswith("view ") for c in at.caption)
+    assert not at.get("plotly_chart")                                       # drawn in the browser
 
 
 def test_the_footer_is_shown_only_with_debug(at):
@@ -90,50 +126,53 @@ def test_the_footer_is_shown_only_with_debug(at):
 
 
 def test_the_dev_calibrated_k_is_named_beside_the_slider_never_applied(at):
-    """bam-wc's card records the inference k with the lowest dev NLL; the page names it next to
-    the trained value, and the slider still starts at the trained value."""
+    """bam-wc's card records the inference k with the lowest dev NLL; the sliders carry it beside the
+    trained value, and the slider still starts at the trained value."""
+    at.selectbox(key="model").set_value("bam-wc")
+    ok(at.run())
     card = bam_viz.load("bam-wc").card["inference_selection"]
-    chosen = state.format_value(card["chosen"])
     assert card["name"] == "shape_k" and min(card["dev_nll"], key=card["dev_nll"].get) == str(card["chosen"])
-    assert any(f"best calibrated on dev (lowest NLL) at {chosen}" in c.value for c in at.caption)
-    assert at.select_slider(key="shape_k").value == pytest.approx(bam_viz.load("bam-wc").trained_hyper["shape_k"])
-    assert sum("best calibrated on dev" in c.value for c in at.caption) == 1     # only for shape_k
+    sliders = {s["name"]: s for s in slider_data(at)["sliders"]}
+    assert sliders["shape_k"]["dev_best"] == pytest.approx(card["chosen"])
+    assert sliders["shape_k"]["current"] == sliders["shape_k"]["trained"] == 3.0
+    assert sliders["beta"]["dev_best"] is None                                # only for shape_k
 
 
 @pytest.mark.parametrize("name", MODELS)
 def test_every_model_renders(at, name):
     at.selectbox(key="model").set_value(name)
     ok(at.run())
-    assert_finite_metrics(at)
-    assert n_charts(at) == charts_of(name)
+    assert_finite_view(at)
     model = bam_viz.load(name)
-    for h in state.SLIDERS:
-        assert at.select_slider(key=h).disabled == (h not in model.hyper_names)
+    sliders = slider_data(at)
+    assert [s["name"] for s in sliders["sliders"]] == [s.name for s in model.slider_specs]
+    assert (sliders["note"] is None) == bool(model.slider_specs)
+    for s in sliders["sliders"]:
+        assert s["values"] == state.hyper_options(s["name"], model.trained_hyper.get(s["name"]))
+        assert s["side"] == ("prior" if model.attention_family.spec(s["name"]).prior_only else "posterior")
     assert at.slider(key="n_samples").disabled == (not model.stochastic)
     assert at.query_params["model"] == name
 
 
-def _extremes(at, name, keys):
+@pytest.mark.parametrize("name, keys", [("bam-wc", ["shape_k", "beta"]), ("bam-lc", ["sigma"]),
+                                        ("dirichlet", ["concentration"])])
+def test_hyper_values_at_the_extremes(at, name, keys):
+    """A slider released at either end of its range (the browser sends it; here Session State takes
+    it): the URL says so, the charts start there, and every number drawn is finite."""
+    if name not in MODELS:
+        pytest.fail(f"{name} is not shipped")
     at.selectbox(key="model").set_value(name)
     ok(at.run())
     for key in keys:
-        lo, hi = state.SLIDERS[key].low, state.SLIDERS[key].high
-        for value in (lo, hi):
-            at.select_slider(key=key).set_value(value)
+        spec = state.SLIDERS[key]
+        for value in (spec.low, spec.high):
+            at.session_state[key] = value
             ok(at.run())
-            assert at.select_slider(key=key).value == value
-            assert_finite_metrics(at)
-        at.button(key=f"reset_{key}").click()
-        ok(at.run())
-        assert at.select_slider(key=key).value == pytest.approx(bam_viz.load(name).trained_hyper[key])
-
-
-@pytest.mark.parametrize("name, keys", [("bam-wc", ["shape_k", "beta"]), ("bam-lc", ["sigma"]),
-                                        ("dirichlet", ["concentration"])])
-def test_hyper_sliders_at_extremes(at, name, keys):
-    if name not in MODELS:
-        pytest.fail(f"{name} is not shipped")
-    _extremes(at, name, keys)
+            assert float(at.query_params[key]) == pytest.approx(value)
+            header, _ = payload(at, "live_inside")
+            slider = header["prior_slider" if spec.prior_only else "slider"]
+            assert slider["values"][slider["current"]] == pytest.approx(value)
+            assert_finite_view(at)
 
 
 def test_sampling_and_picture_controls_at_extremes(at):
@@ -143,7 +182,7 @@ def test_sampling_and_picture_controls_at_extremes(at):
         for v in values:
             at.slider(key=key).set_value(v)
             ok(at.run())
-            assert_finite_metrics(at)
+            assert_finite_view(at)
     for v in (0, 9999, 0):
         at.number_input(key="seed").set_value(v)
         ok(at.run())
@@ -153,12 +192,16 @@ def test_sampling_and_picture_controls_at_extremes(at):
             at.selectbox(key=key).set_value(index)
             ok(at.run())
             assert at.query_params[key] == str(index)
-            assert n_charts(at) == charts_of(at.selectbox(key="model").value)
+            header, _ = payload(at, "live_inside")
+            assert header[{"query_token": "query", "key_token": "key"}.get(key, key)] == index
+            assert_finite_view(at)
 
 
 def test_picture_controls_do_not_rerun_the_model(at, monkeypatch):
+    """Layer, head and tokens re-slice the sentence's slider grid: no explain() at all."""
     at.selectbox(key="model").set_value("bam-wc")
     ok(at.run())
+    settle()
     calls = []
     real = bam_viz.model.BamClassifier.explain
 
@@ -171,9 +214,10 @@ def test_picture_controls_do_not_rerun_the_model(at, monkeypatch):
         at.selectbox(key=key).set_value(1)
         ok(at.run())
     assert calls == []
-    at.number_input(key="seed").set_value(7)
+    at.number_input(key="seed").set_value(7)        # a new grid: the current value first, the rest after
     ok(at.run())
-    assert len(calls) == 1
+    assert len(calls) >= 1
+    settle()
 
 
 @pytest.mark.parametrize("text", ["", "   \n\t  "])
@@ -181,7 +225,7 @@ def test_empty_text_asks_politely(at, text):
     at.text_area(key="text").set_value(text)
     ok(at.run())
     assert any("Type a sentence" in i.value for i in at.info)
-    assert n_charts(at) == 0
+    assert not [e for e in at.get("bidi_component") if e.key != "live_sliders"]
 
 
 def test_long_text_is_truncated_with_a_notice(at):
@@ -190,22 +234,23 @@ def test_long_text_is_truncated_with_a_notice(at):
     ok(at.run())
     assert at.warning and "maximum" in at.warning[0].value
     assert len(at.selectbox(key="query_token").options) == bam_viz.load("bam-wc").max_tokens
-    assert_finite_metrics(at)
+    assert_finite_view(at)
 
 
 @pytest.mark.parametrize("kind", list(HOSTILE_TEXTS))
 def test_hostile_text_is_shown_as_text(at, kind):
+    """Tokens reach the browser as JSON strings, which live.js writes with textContent and fillText
+    only (tests/test_browser.py checks that a script in the text never runs); no markdown or HTML
+    element of the page carries them unescaped."""
     at.text_area(key="text").set_value(HOSTILE_TEXTS[kind])
     ok(at.run())
-    assert_finite_metrics(at)
-    assert n_charts(at) == charts_of(at.selectbox(key="model").value)
+    assert_finite_view(at)
+    header, _ = payload(at, "live_inside")
+    assert all(isinstance(t, str) for t in header["tokens"])
     for md in list(at.markdown) + list(at.caption):
         assert not md.proto.allow_html or "<script" not in md.value
-    specs = " ".join(chart.proto.spec for chart in at.get("plotly_chart"))
-    for raw in ("<script", "\\u003cscript", "<b>bold", "\\u003cb\\u003ebold"):
-        assert raw not in specs
-    if kind == "script":
-        assert "&lt;script&gt;" in specs or "&lt;" in specs
+    for h in at.get("html"):
+        assert "<script" not in h.proto.body and "bold" not in h.proto.body
 
 
 def test_query_params_round_trip():
@@ -215,8 +260,9 @@ def test_query_params_round_trip():
     at = ok(new_app(**query).run())
     assert at.text_area(key="text").value == query["text"]
     assert at.selectbox(key="model").value == "bam-wc"
-    assert at.select_slider(key="shape_k").value == pytest.approx(2.0, rel=0.08)  # snapped to the grid
-    assert at.select_slider(key="beta").value == pytest.approx(0.5, rel=0.08)
+    sliders = {s["name"]: s for s in slider_data(at)["sliders"]}
+    assert sliders["shape_k"]["current"] == pytest.approx(2.0, rel=0.08)                 # snapped to the grid
+    assert sliders["beta"]["current"] == pytest.approx(0.5, rel=0.4)
     assert at.slider(key="n_samples").value == 16
     assert at.number_input(key="seed").value == 42
     for key in ("layer", "head", "query_token", "key_token"):
@@ -246,11 +292,11 @@ def test_page_switch_keeps_the_state(at):
     at.switch_page("views/about.py")
     ok(at.run())
     assert at.title[0].value.startswith("About")
-    assert n_charts(at) == 0
+    assert not at.get("bidi_component")
     at.switch_page("views/explorer.py")
     ok(at.run())
     assert at.text_area(key="text").value == "An unforgettable evening."
-    assert n_charts(at) == charts_of(at.selectbox(key="model").value)
+    assert_finite_view(at)
 
 
 def test_model_load_error_is_reported(monkeypatch):
@@ -271,42 +317,37 @@ def test_model_load_error_is_reported(monkeypatch):
     assert "corrupt" in at.error[0].value
     at.selectbox(key="model").set_value("bam-wc")
     ok(at.run())
-    assert n_charts(at) == charts_of(at.selectbox(key="model").value)
+    assert_finite_view(at)
 
 
 def test_monte_carlo_numbers_carry_their_standard_error():
-    """E[f(z)], the gap and the MI show ± 1 SE below the value (a metric column is too narrow for both
-    on one line), the estimator in the help, and the gap's verdict; one sample shows no NaN."""
+    """E[f(z)], the gap and the MI reach the browser with their standard errors at every slider value
+    made (live.js prints them ± 1 SE and says whether the gap is told from zero); one sample sends
+    no error at all (NaN, "needs ≥ 2 samples") and no NaN value."""
     at = ok(new_app(text="The plot is thin but the actors are wonderful.", model="bam-wc", n_samples="32").run())
-    with_error = [m for m in at.metric if not m.label.startswith("f(E[z])")]
-    assert [m.label.split(" ")[0] for m in with_error] == ["P(positive)", "Gap", "Epistemic"]
-    for m in with_error:
-        assert m.delta.startswith("± ") and float(m.delta.split()[1]) > 0, (m.label, m.delta)
-        assert "standard error" in m.help and "estimator" in m.help
-    assert "jackknife" in with_error[2].help
-    assert any("distinguishable from zero" in c.value for c in at.caption)
+    stats = shown_stats(at)
+    assert all(stats[k] > 0 for k in ("p_se", "gap_se", "mi_se")), stats
+    settle()
+    ok(at.run())
+    header, arrays = payload(at)
+    assert all(header["ready"]) and np.isfinite(arrays["stats"]).all()
     at.slider(key="n_samples").set_value(1)
     ok(at.run())
-    assert_finite_metrics(at)
-    assert not any("nan" in f"{m.value} {m.delta}".lower() or "±" in m.delta for m in at.metric)
-    assert any("needs at least 2 samples" in c.value for c in at.caption)
-
-
-def _figure(at: AppTest, title_starts: str) -> dict:
-    import json
-
-    specs = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
-    return next(s for s in specs if s["layout"].get("title", {}).get("text", "").startswith(title_starts))
+    stats = shown_stats(at)
+    assert all(math.isnan(stats[k]) for k in ("p_se", "gap_se", "mi_se"))
+    assert all(math.isfinite(stats[k]) for k in ("p_mc", "gap", "mi"))
+    assert "sweep" not in payload(at)[0]["captions"]                      # no sweep from one sample
+    settle()
 
 
 def test_relative_colour_is_a_picture_control_in_the_url(monkeypatch):
-    """Colour scales are fixed unless the toggle asks for relative ones; the toggle is mirrored in the
-    URL like the other picture controls and, like them, does not rerun the model."""
+    """Colour scales are fixed unless the toggle asks for relative ones (live.js scales the colours);
+    the toggle is mirrored in the URL like the other picture controls and does not rerun the model."""
     at = ok(new_app(model="bam-wc", layer="5", relative_colour="true").run())
     assert at.toggle(key="relative_colour").value is True
     assert at.query_params["relative_colour"] == "True"
-    std_axis = _figure(at, "Layer 5, head 0: attention maps")["layout"]["coloraxis2"]
-    assert std_axis["cmax"] < 0.5 and "relative" in std_axis["colorbar"]["title"]["text"]
+    assert payload(at, "live_inside")[0]["relative"] is True
+    settle()
     calls = []
     real = bam_viz.model.BamClassifier.explain
     monkeypatch.setattr(bam_viz.model.BamClassifier, "explain",
@@ -314,8 +355,8 @@ def test_relative_colour_is_a_picture_control_in_the_url(monkeypatch):
     at.toggle(key="relative_colour").set_value(False)
     ok(at.run())
     assert calls == [] and at.query_params["relative_colour"] == "False"
-    assert _figure(at, "Layer 5, head 0: attention maps")["layout"]["coloraxis2"]["cmax"] == 0.5
-    assert any("Colours are absolute" in c.value for c in at.caption)
+    assert payload(at, "live_inside")[0]["relative"] is False
+    assert "Colours are absolute" in captions_of(at)
     assert ok(new_app(model="bam-wc").run()).toggle(key="relative_colour").value is False
     assert ok(new_app(model="bam-wc", relative_colour="maybe").run()).toggle(key="relative_colour").value is False
 
@@ -325,7 +366,8 @@ def test_the_footer_counts_the_samples_actually_drawn():
     at = ok(new_app(model="softmax", n_samples="32", debug="1").run())
     footer = next(c.value for c in at.caption if c.value.startswith("view "))
     assert "· 1 sample ·" in footer
-    assert _figure(at, "P(positive)")["layout"]["title"]["text"].endswith("across 1 attention sample")
+    header, arrays = payload(at)
+    assert header["n_samples"] == 1 and arrays["p_samples"].shape == (1, 1) and header["slider"] is None
 
 
 @pytest.mark.parametrize("name, says, never", [
@@ -336,14 +378,18 @@ def test_the_captions_fit_the_model(name, says, never):
     if name not in MODELS:
         pytest.fail(f"{name} is not shipped")
     at = ok(new_app(model=name, layer="5").run())
-    captions = " ".join(c.value for c in at.caption)
+    captions = captions_of(at)
     assert says in captions and "no KL" in captions
     assert not any(phrase in captions for phrase in never), captions
+    inside = payload(at, "live_inside")[0]
+    assert inside["kl_message"] and "no" in inside["kl_message"].lower()
+    assert inside["density_message"]                                      # neither has a density
     at.slider(key="n_samples").set_value(1)
     ok(at.run())
-    captions = " ".join(c.value for c in at.caption)
+    captions = captions_of(at)
     assert "Layer 5 is deterministic" not in captions and "1 attention sample was drawn" in captions
     assert "1 attention samples" not in captions
+    settle()
 
 
 LONG_TEXT = ("The film opens with a long, quiet shot of a harbour at dawn, and for the first hour it hardly raises "
@@ -355,9 +401,9 @@ LONG_TEXT = ("The film opens with a long, quiet shot of a harbour at dawn, and f
              "that I will not forget. See it on the biggest screen you can find, and bring someone patient.")
 
 
-def test_a_long_sentence_shows_a_window_of_the_maps_in_the_url(monkeypatch):
+def test_a_long_sentence_shows_a_window_of_the_maps_in_the_url():
     """150 word pieces: the note says how many were kept, and the maps show a window of tokens that
-    a control moves, mirrored in the URL like the other picture controls (and not rerunning the model)."""
+    a control moves, mirrored in the URL like the other picture controls."""
     from bam_viz import charts
 
     model = bam_viz.load("bam-wc")
@@ -365,65 +411,56 @@ def test_a_long_sentence_shows_a_window_of_the_maps_in_the_url(monkeypatch):
     assert model.tokenizer.length(LONG_TEXT) == 152                # 150 word pieces, [CLS] and [SEP]
     at = ok(new_app(text=LONG_TEXT, model="bam-wc", layer="5").run())
     assert f"it has 150 word pieces, and only the first {T - 2}" in at.warning[0].value
-    assert n_charts(at) == charts_of("bam-wc")
     window = at.select_slider(key="window_start")
     assert window.options == [charts.window_label(T, s) for s in charts.window_starts(T)]
     assert window.value == 1 and at.query_params["window_start"] == "1"       # from [CLS], the query
-    maps = _figure(at, "Layer 5, head 0: attention maps")
-    assert maps["layout"]["xaxis"]["showticklabels"] and len(maps["data"][0]["x"]) == W    # a label per token
-    assert f"{W} of {T} tokens (0–{W - 2} and {T - 1})" in maps["layout"]["title"]["text"]
-    calls = []
-    real = bam_viz.model.BamClassifier.explain
-    monkeypatch.setattr(bam_viz.model.BamClassifier, "explain",
-                        lambda self, *a, **k: calls.append(a) or real(self, *a, **k))
+    header, arrays = payload(at, "live_inside")
+    assert header["window"] == charts.token_window(T, 1) and len(header["tokens"]) == T
+    assert arrays["maps"].shape[-2:] == (W, W)
     at.select_slider(key="window_start").set_value(60)
     ok(at.run())
-    assert calls == [] and at.query_params["window_start"] == "60"
-    assert f"(0, 60–{60 + W - 3} and {T - 1})" in _figure(at, "Layer 5, head 0")["layout"]["title"]["text"]
-    assert any(f"The maps show {W} of {T} tokens" in c.value for c in at.caption)
+    assert at.query_params["window_start"] == "60"
+    assert payload(at, "live_inside")[0]["window"] == charts.token_window(T, 60)
+    assert f"The maps show {W} of {T} tokens" in captions_of(at)
     at.selectbox(key="query_token").set_value(T - 2)               # outside the window: it follows
     ok(at.run())
     assert at.select_slider(key="window_start").value == charts.window_around(T, T - 2) == T - W + 1
     # the link reproduces the window
     again = ok(new_app(text=LONG_TEXT, model="bam-wc", layer="5", window_start="60").run())
     assert again.select_slider(key="window_start").value == 60
-    assert f"(0, 60–{60 + W - 3} and {T - 1})" in _figure(again, "Layer 5, head 0")["layout"]["title"]["text"]
+    assert payload(again, "live_inside")[0]["window"] == charts.token_window(T, 60)
     # a short sentence shows every token: no window control, none in the URL
     again.text_area(key="text").set_value("A quietly moving film.")
     ok(again.run())
     assert "window_start" not in [s.key for s in again.select_slider] and "window_start" not in again.query_params
+    settle()
 
 
 # A phrase from each panel's explanation on the default page (the sentence, bam-wc at its trained values).
-PANEL_PROSE = ("Values are ± 1 SE", "Where the red line leaves the green band", "Averaging them gives",
+PANEL_PROSE = ("Where the red line leaves the green band", "Averaging them gives",
                "Grey bars", "The dashed grey curve", "Each small map", "grey rows are ordinary")
 
 
-def _folded(at: AppTest) -> list[str]:
-    return [c.value for e in at.expander if e.label == "What this shows" for c in e.caption]
-
-
 def test_presentation_mode_is_in_the_url_and_folds_the_prose():
-    """presentation=1 turns the sidebar toggle on and puts every panel's caption in a "What this
-    shows" expander, the same text as a normal page shows; turning it off drops it from the URL."""
+    """presentation=1 turns the sidebar toggle on and tells the charts (live.js folds each panel's
+    prose under "What this shows": tests/test_browser.py); the prose sent is the same; turning it
+    off drops it from the URL."""
     normal = ok(new_app(model="bam-wc").run())
+    settle()
+    ok(normal.run())
     assert normal.toggle(key="presentation").value is False and "presentation" not in normal.query_params
-    assert _folded(normal) == []
-    shown = [c.value for c in normal.caption]
-    assert all(any(phrase in c for c in shown) for phrase in PANEL_PROSE)
+    prose = captions_of(normal)
+    assert all(phrase in prose for phrase in PANEL_PROSE), prose
+    assert not payload(normal)[0]["presentation"] and not slider_data(normal)["presentation"]
 
     at = ok(new_app(model="bam-wc", presentation="1").run())
     assert at.toggle(key="presentation").value is True and at.query_params["presentation"] == "1"
-    folded = _folded(at)
-    assert len(folded) == len(PANEL_PROSE) and set(folded) <= set(shown)
-    assert all(any(phrase in c for c in folded) for phrase in PANEL_PROSE)
-    outside = [c.value for c in at.caption if c.value not in folded]
-    assert not any(phrase in c for c in outside for phrase in PANEL_PROSE), outside
-    assert n_charts(at) == charts_of("bam-wc")
+    assert payload(at)[0]["presentation"] and payload(at, "live_inside")[0]["presentation"]
+    assert slider_data(at)["presentation"]
+    assert captions_of(at) == prose
 
     at.toggle(key="presentation").set_value(False)
     ok(at.run())
-    assert "presentation" not in at.query_params and _folded(at) == []
-    assert set(folded) <= {c.value for c in at.caption}
+    assert "presentation" not in at.query_params and not payload(at)[0]["presentation"]
     for junk in ("maybe", ""):
         assert ok(new_app(model="bam-wc", presentation=junk).run()).toggle(key="presentation").value is False

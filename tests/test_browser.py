@@ -1,4 +1,5 @@
-"""The real app in headless Debian chromium: type, move shape_k with the keyboard, see it change.
+"""The real app in headless Debian chromium: type, move shape_k with the keyboard, see the charts
+change without the server, and the URL follow on release.
 
 Fails (never skips) when chromium is missing. Screenshots land in artifacts/ (git-ignored).
 """
@@ -18,6 +19,7 @@ bl = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bl)
 
 pytestmark = pytest.mark.browser
+SHAPE_K = "shape_k · Weibull shape k (log scale)"
 
 
 @pytest.fixture(scope="module")
@@ -30,88 +32,144 @@ def page():
         browser = bl.launch_chromium(p)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            errors = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto(url)
-            bl.wait_for_view(page, 1)
-            bl.wait_for_charts(page, 7)
+            bl.painted(page, complete=True)
+            page.errors = errors
             yield page
         finally:
             browser.close()
 
 
-
-def plot_data(page) -> str:
-    """The data plotly actually drew, from the DOM, for every chart on the page."""
-    return page.evaluate(
-        "() => JSON.stringify([...document.querySelectorAll('.js-plotly-plot')]"
-        ".map(el => (el.data || []).map(t => [t.x, t.y, t.z])))")
+def canvases(page) -> list[str]:
+    """Every chart canvas's pixels, as data URLs, in page order."""
+    return page.evaluate("() => [...document.querySelectorAll('.bamviz-root canvas')].map(c => c.toDataURL())")
 
 
 def submit_text(page, text: str) -> None:
-    """Type `text` into the sentence box, submit it, and wait for the page's next full view."""
-    box = page.get_by_label("Sentence (text)")
-    box.fill(text)
-    view = bl.marker_view(page)
-    box.press("Control+Enter")
-    bl.wait_for_view(page, view + 1)
+    """Type `text` into the sentence box, submit it, and wait for its charts, every slider value, and
+    the server to be done (its polling for new frames stopped)."""
+    bl.new_sentence(page, text)
+    idle(page)
 
 
-def test_type_a_sentence_and_move_shape_k(page):
-    submit_text(page, "A quiet, strange and quite lovely little film.")
-    bl.wait_for_charts(page, 7)
-    before_plots = plot_data(page)
-    page.screenshot(path=str(ARTIFACTS / "browser-before.png"))
-
-    slider = page.get_by_role("slider", name="shape_k")
-    slider.focus()
-    start = slider.get_attribute("aria-valuetext")
-    for _ in range(4):                       # four grid steps, ~75% larger k
+def idle(page, quiet_s: float = 1.0) -> None:
+    """Until the footer's view count has not moved for `quiet_s` and nothing runs."""
+    view = -1
+    while view != bl.marker_view(page):
         view = bl.marker_view(page)
+        page.wait_for_timeout(1000 * quiet_s)
+    bl.wait_for_view(page, view)
+
+
+def url_value(page, name: str) -> float | None:
+    """From the page's own location: Playwright's `page.url` can miss a history.replaceState."""
+    values = parse_qs(urlparse(page.evaluate("() => location.href")).query).get(name)
+    return float(values[0]) if values else None
+
+
+def test_sliders_move_the_charts_in_the_browser_and_the_url_on_release(page):
+    submit_text(page, "A quiet, strange and quite lovely little film.")
+    before = canvases(page)
+    page.screenshot(path=str(ARTIFACTS / "browser-before.png"))
+    slider = page.get_by_role("slider", name=SHAPE_K)
+    slider.focus()
+    start = float(slider.get_attribute("aria-valuetext"))
+    view = bl.marker_view(page)
+    for _ in range(4):                       # four grid steps (~15% each; one to leave the trained k)
         page.keyboard.press("ArrowRight")
-        bl.wait_for_view(page, view + 1)
-    assert slider.get_attribute("aria-valuetext") != start
-    assert "shape_k=" + slider.get_attribute("aria-valuetext") in page.locator(
-        ".st-key-render_marker").inner_text()
-    after_plots = plot_data(page)
+        bl.painted(page)
+    # painted with no server run in between: the footer still counts the same view
+    assert bl.marker_view(page) == view
+    moved = float(slider.get_attribute("aria-valuetext"))
+    assert start * 1.3 < moved < start * 10 ** (4 / 16) * 1.05             # the trained k sits between two steps
+    after = canvases(page)
     page.screenshot(path=str(ARTIFACTS / "browser-after.png"))
-    assert after_plots != before_plots
-    # The sliders live in a fragment: its rerun alone must still carry the new value into the URL.
-    shown = float(slider.get_attribute("aria-valuetext"))
-    in_url = float(parse_qs(urlparse(page.url).query)["shape_k"][0])
-    assert in_url == pytest.approx(shown, rel=5e-3)
-    assert float(start) != pytest.approx(in_url, rel=5e-3)
+    assert len(after) == len(before) and after != before
+    # released: the value reaches the server, then the URL
+    page.wait_for_function("v => new URLSearchParams(location.search).get('shape_k') !== null && "
+                           "Math.abs(parseFloat(new URLSearchParams(location.search).get('shape_k')) - v) < 0.01 * v",
+                           arg=moved, timeout=30_000)
+    assert url_value(page, "shape_k") == pytest.approx(moved, rel=5e-3)
+    assert page.errors == []
+
+
+def test_the_prior_slider_changes_only_the_prior_panels(page):
+    summary = page.locator(".bamviz-root[data-kind=summary] canvas")
+    before_summary = [summary.nth(i).evaluate("c => c.toDataURL()") for i in range(summary.count())]
+    before = canvases(page)
+    beta = page.get_by_role("slider", name="beta · Gamma prior rate β (log scale)")
+    beta.focus()
+    for _ in range(3):
+        page.keyboard.press("ArrowLeft")
+        bl.painted(page)
+    assert [summary.nth(i).evaluate("c => c.toDataURL()") for i in range(summary.count())] == before_summary
+    assert canvases(page) != before
+
+
+def std_map_darkness(page) -> float:
+    """1 - mean luminance (0 white, 1 black) of the std map's cells, read from the canvas where
+    live.js says it drew the map (`data-maps` on the canvas: each map's box in canvas pixels)."""
+    return page.evaluate("""() => {
+        const c = [...document.querySelectorAll('.bamviz-root canvas')].find(c => c.dataset.maps);
+        const box = JSON.parse(c.dataset.maps).find(m => m.title.startsWith('std'));
+        const px = c.getContext('2d').getImageData(box.x, box.y, box.w, box.h).data;
+        let sum = 0;
+        for (let i = 0; i < px.length; i += 4) sum += (0.2126 * px[i] + 0.7152 * px[i + 1] + 0.0722 * px[i + 2]) / 255;
+        return 1 - sum / (px.length / 4);
+    }""")
+
+
+def set_slider(page, name: str, value_index: int) -> None:
+    """Move a live slider to a grid index as a user would (Home, then ArrowRight)."""
+    slider = page.get_by_role("slider", name=name)
+    slider.focus()
+    page.keyboard.press("Home")
+    bl.painted(page)
+    for _ in range(value_index):
+        page.keyboard.press("ArrowRight")
+    bl.painted(page)
+
+
+def test_colour_scales_are_fixed_so_certainty_reads_pale(page):
+    """The std map is coloured over 0 to 0.5 whatever the values: at k = 1000 it is near white, at
+    k = 0.2 it is not (a relative scale would stretch both to full orange)."""
+    set_slider(page, SHAPE_K, 0)                                    # k = 0.2
+    uncertain = std_map_darkness(page)
+    page.keyboard.press("End")                                      # k = 1000
+    bl.painted(page)
+    certain = std_map_darkness(page)
+    assert certain < 0.05 and uncertain > certain + 0.05, (uncertain, certain)
 
 
 def test_the_footer_is_hidden_yet_readable_and_shown_with_debug(page):
-    """The footer is debug text: hidden from users, still read by the benchmarks (through a fragment
-    rerun too), and shown with the URL parameter debug=1."""
+    """The footer is debug text: hidden from users, still read by the benchmarks, shown with debug=1."""
     marker = page.locator(".st-key-render_marker")
     assert marker.is_hidden() and bl.marker_view(page) > 0
-    slider = page.get_by_role("slider", name="shape_k")
-    slider.focus()
-    view = bl.marker_view(page)
-    page.keyboard.press("ArrowLeft")
-    bl.wait_for_view(page, view + 1)
-    assert marker.is_hidden() and bl.marker_server_ms(page) is not None
     url = urlparse(page.url)
     page.goto(url._replace(query=url.query + "&debug=1").geturl())
     bl.wait_for_view(page, 1)
     assert marker.is_visible() and marker.inner_text().startswith("view ")
+    assert "slider grid" in marker.inner_text()
     page.goto(url.geturl())                  # back to the user's page for the tests that follow
-    bl.wait_for_view(page, 1)
-    bl.wait_for_charts(page, 7)
+    bl.painted(page, complete=True)
 
 
 def test_hostile_text_renders_as_text(page):
     submit_text(page, "<script>window.__pwned = 1</script><img src=x onerror='window.__pwned=2'> fine")
     assert page.evaluate("() => window.__pwned") is None
     assert page.locator("script:text('__pwned')").count() == 0
+    assert page.locator(".bamviz-root img").count() == 0
     page.screenshot(path=str(ARTIFACTS / "browser-hostile.png"))
+    assert page.errors == []
 
 
-def test_the_benchmarks_measure_every_press_of_a_served_app(page):
-    """bench/browser_latency.py and bench/latency_floor.py time pages through `measure_app`: one
-    summary per app with a positive time for every press (each waits for the next view). It runs
-    in the module's chromium (one Playwright per process)."""
+def test_the_benchmarks_measure_every_press(page):
+    """bench/browser_latency.py times the explorer's live slider (`press_live`) and the trivial page
+    (`measure_app`): a positive time for every press."""
+    live = bl.press_live(page, SHAPE_K, 3, pause_ms=50)
+    assert len(live) == 3 and all(0 < t < 30 for t in live)
     res = bl.measure_app(page.context.browser, ROOT / "bench" / "trivial_app.py", "value", presses=3)
     assert res["n"] == 3 and len(res["times_s"]) == 3 and all(t > 0 for t in res["times_s"])
     assert 0 < res["median_s"] <= res["p95_s"] < 60
@@ -121,14 +179,12 @@ def test_the_benchmarks_measure_every_press_of_a_served_app(page):
 PROJECTOR_SIZES = ((1024, 768), (1280, 720))
 # Every visible element of the page (main and sidebar) with text of its own, whose box, or a box
 # that clips it, is narrower than its content: an "…" or a cut word. Screen-reader-only text (1 px)
-# and the hidden footer do not count. For each plotly chart, the title, axis titles and legend
-# must lie inside the chart's box (plotly clips what does not), and the legend must not cover
-# the title.
+# and the hidden footer do not count. Every chart canvas must lie inside its component's box.
 CUT_OFF_JS = r"""() => {
   const roots = [...document.querySelectorAll('[data-testid=stMain], [data-testid=stSidebar]')];
   const text = [];
   for (const root of roots) for (const el of root.querySelectorAll('*')) {
-    if (el.closest('svg, .js-plotly-plot, .st-key-render_marker')) continue;
+    if (el.closest('.st-key-render_marker')) continue;
     if (![...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())) continue;
     const r = el.getBoundingClientRect(), style = getComputedStyle(el);
     if (r.width <= 1 || r.height <= 1 || style.visibility === 'hidden') continue;
@@ -142,50 +198,30 @@ CUT_OFF_JS = r"""() => {
     }
   }
   const charts = [];
-  for (const plot of document.querySelectorAll('.js-plotly-plot')) {
-    const box = plot.querySelector('.main-svg').getBoundingClientRect();
-    const title = plot.querySelector('text.gtitle'), legend = plot.querySelector('g.legend');
-    const name = title ? title.textContent : '(untitled)';
-    const parts = [...plot.querySelectorAll('text.gtitle, text[class*="xtitle"], text[class*="ytitle"]')];
-    if (legend) parts.push(legend);
-    for (const part of parts) {
-      const r = part.getBoundingClientRect();
-      const out = Math.max(box.left - r.left, r.right - box.right, box.top - r.top, r.bottom - box.bottom);
-      if (r.width > 0 && out > 0.5)
-        charts.push(`${name}: ${part.textContent.slice(0, 40)} sticks out ${out.toFixed(1)} px`);
-    }
-    if (title && legend) {
-      const a = title.getBoundingClientRect(), b = legend.getBoundingClientRect();
-      if (Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 0.5
-          && Math.min(a.right, b.right) - Math.max(a.left, b.left) > 0.5)
-        charts.push(`${name}: legend covers the title`);
+  for (const root of document.querySelectorAll('.bamviz-root')) {
+    const box = root.getBoundingClientRect();
+    for (const c of root.querySelectorAll('canvas')) {
+      const r = c.getBoundingClientRect();
+      if (r.width > 0 && (r.right > box.right + 0.5 || r.left < box.left - 0.5))
+        charts.push(`${c.getAttribute('aria-label')}: ${(r.right - box.right).toFixed(1)} px out`);
     }
   }
   return {text, charts, height: document.querySelector('[data-testid=stMain]').scrollHeight};
 }"""
 
 
-def wait_for_every_chart(page) -> None:
-    """Until every chart on the page has been drawn, and the page's fonts are in."""
-    page.wait_for_function(
-        "() => { const n = document.querySelectorAll('[data-testid=stPlotlyChart]').length;"
-        " return n > 0 && document.querySelectorAll('.js-plotly-plot .main-svg').length >= 2 * n; }",
-        timeout=120_000)
-    page.evaluate("() => document.fonts.ready.then(() => new Promise(r => requestAnimationFrame(r)))")
-
-
 def open_view(browser, base: str, query: str, width: int, height: int):
     view = browser.new_page(viewport={"width": width, "height": height})
     view.goto(base + query)
-    bl.wait_for_view(view, 1)
-    wait_for_every_chart(view)
+    bl.painted(view)
+    view.evaluate("() => document.fonts.ready.then(() => new Promise(r => requestAnimationFrame(r)))")
     return view
 
 
 @pytest.mark.parametrize("query", ["", "?presentation=1"], ids=["normal", "presentation"])
 def test_nothing_is_cut_off_at_projector_sizes(page, query):
-    """The default page at the sizes of classroom projectors: no label ends in "…", no chart's
-    title or legend runs out of its chart."""
+    """The default page at the sizes of classroom projectors: no label ends in "…", no chart runs
+    out of its box."""
     base = urlparse(page.url)._replace(query="").geturl()
     for width, height in PROJECTOR_SIZES:
         view = open_view(page.context.browser, base, query, width, height)
@@ -204,27 +240,29 @@ def caption_px(page) -> float:
                          "'[data-testid=stMain] [data-testid=stCaptionContainer]')).fontSize)")
 
 
-def test_presentation_mode_keeps_its_type_through_fragment_reruns_and_turns_off(page):
-    """The larger type is set by the full page run: a slider's fragment rerun keeps it, and the
-    sidebar toggle takes it (and presentation=1 in the URL) away again."""
+def test_presentation_mode_folds_the_prose_and_turns_off(page):
+    """presentation=1: larger type, every panel's prose folded under "What this shows"; a slider
+    move keeps it; the sidebar toggle takes it (and presentation=1 in the URL) away again."""
     base = urlparse(page.url)._replace(query="").geturl()
     view = open_view(page.context.browser, base, "?presentation=1", 1280, 720)
     try:
         normal_px = 14.0                                    # Streamlit's caption size, 0.875rem
-        large_px = caption_px(view)
-        assert large_px > 1.2 * normal_px
+        assert caption_px(view) > 1.2 * normal_px
+        assert view.locator(".bamviz-root.presentation").count() == 3
         assert view.get_by_text("What this shows").count() >= 6
-        slider = view.get_by_role("slider", name="shape_k")
+        slider = view.get_by_role("slider", name=SHAPE_K)
         slider.focus()
-        n = bl.marker_view(view)
         view.keyboard.press("ArrowRight")
-        bl.wait_for_view(view, n + 1)
-        assert caption_px(view) == large_px and "presentation=1" in view.url
+        bl.painted(view)
+        assert view.locator(".bamviz-root.presentation").count() == 3
+        assert "presentation=1" in view.evaluate("() => location.href")
         n = bl.marker_view(view)
         view.get_by_text("Presentation mode").click()
         bl.wait_for_view(view, n + 1)
+        bl.painted(view)
+        view.wait_for_function("() => document.querySelectorAll('.bamviz-root.presentation').length === 0")
         assert caption_px(view) == normal_px
         assert view.get_by_text("What this shows").count() == 0
-        assert "presentation" not in parse_qs(urlparse(view.url).query)
+        assert "presentation" not in parse_qs(urlparse(view.evaluate("() => location.href")).query)
     finally:
         view.close()

@@ -20,8 +20,8 @@ LAYERS = [
     {"explain"},
     {"model"},
     {"zoo", "predictors", "sweep"},
-    {"evaluate", "train", "bench", "examples"},
-    {"report"},
+    {"evaluate", "train", "examples", "live"},
+    {"report", "bench"},
     {"cli"},
     {"__main__", "bam_viz"},
 ]

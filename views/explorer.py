@@ -1,11 +1,14 @@
 """The explorer: type a sentence, pick a model, move the sliders, watch attention uncertainty.
 
-No math here: `bam_viz` computes, `bam_viz.charts` draws, this page lays out and wires controls.
+No math here: `bam_viz` computes (`bam_viz.live`: the sentence at every slider value), the browser
+draws (`views/components.py`, `views/live/live.js`), `bam_viz.charts` writes the captions, and this
+page lays out and wires the controls.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 import time
@@ -13,15 +16,12 @@ import time
 import streamlit as st
 
 import bam_viz
-from bam_viz import charts, export
-from views import state
+from bam_viz import charts, export, live
+from views import components, state
 
 ss = st.session_state
-PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 _rng = random.Random()
-# Views for bench/latency_floor.py alone, chosen by the URL parameter `bench`: the page without its
-# panels (sliders, explain() and the footer), and the same with explain() answered from the cache.
-BENCH_VARIANTS = ("no-panels", "no-explain")
+POLL_S = 0.3          # while a sentence's slider grid is being made, the page fetches the new frames this often
 # Static CSS only, never user text. A metric's label wraps in a narrow column instead of ending in "…".
 PAGE_CSS = """
 [data-testid="stMetricLabel"] :is([data-testid="stMarkdownContainer"], p) {white-space: normal; overflow: visible}
@@ -55,20 +55,6 @@ def _as_index(value) -> int | None:
         return value
     found = re.search(r"-?\d+", str(value))               # "3: film", "layer 5 (deterministic)"
     return int(found.group()) if found else None
-
-
-def _plot(fig, key: str) -> None:
-    st.plotly_chart(fig, key=key, config=PLOT_CONFIG, theme=None)
-
-
-def explanation(text: str) -> None:
-    """A panel's prose: a caption under its chart, or, in presentation mode, folded under "What this
-    shows", so that a projected page is charts and numbers with the teacher doing the talking."""
-    if ss.get("presentation"):
-        with st.expander("What this shows"):
-            st.caption(text)
-    else:
-        st.caption(text)
 
 
 def page_style(presentation: bool) -> None:
@@ -124,47 +110,35 @@ def sync_hyper_to_model(model) -> None:
         if name not in from_url or name not in ss:
             ss[name] = state.default_hyper(name, model)
     ss["_hyper_model"] = model.name
+    ss["_slider_epoch"] = ss.get("_slider_epoch", 0) + 1        # the browser's sliders take these values
 
 
 def hyper_controls(model) -> None:
-    applies = [h for h in state.SLIDERS if h in model.hyper_names]
-    others = [h for h in state.SLIDERS if h not in model.hyper_names]
-    if applies:
+    """The attention hyperparameter sliders: in the browser (views/components.py). A move repaints the
+    charts there; on release the values come back here (`_hyper_sent`) and go to the URL."""
+    sliders = []
+    for spec in model.slider_specs:
+        trained = model.trained_hyper.get(spec.name)
+        values = state.hyper_options(spec.name, trained)
+        if ss.get(spec.name) not in values:                  # from the URL, or another model's grid
+            ss[spec.name] = state.snap(float(ss.get(spec.name, state.default_hyper(spec.name, model))), values)
+        sliders.append({"name": spec.name, "label": spec.label, "help": spec.help, "scale": spec.scale,
+                        "values": values, "trained": trained, "current": float(ss[spec.name]),
+                        "dev_best": state.dev_calibrated(model, spec.name),
+                        "side": "prior" if spec.prior_only else "posterior"})
+    note = None if sliders else f"{model.name} uses {model.family} attention: no attention hyperparameter to move."
+    if sliders:
         st.markdown("**Attention hyperparameters**")
-    else:
-        st.caption(f"{model.name} uses {model.family} attention: no attention hyperparameter to move.")
-    for name in applies:
-        hyper_slider(name, model, enabled=True)
-    if others:
-        with st.expander("Sliders other families use", expanded=False):
-            for name in others:
-                hyper_slider(name, model, enabled=False)
+    components.sliders({"kind": "sliders", "epoch": ss.get("_slider_epoch", 0), "sliders": sliders,
+                        "presentation": bool(ss.get("presentation")), "note": note}, on_change=_hyper_sent)
 
 
-def hyper_slider(name: str, model, enabled: bool) -> None:
-    trained = model.trained_hyper.get(name)
-    options = state.hyper_options(name, trained)
-    if ss.get(name) not in options:
-        ss[name] = state.snap(float(ss.get(name, state.default_hyper(name, model))), options)
-    reason = None if enabled else f"Not used by {model.name} ({model.family} attention)."
-    slider_col, reset_col = st.columns([5, 1], vertical_alignment="bottom")
-    slider_col.select_slider(
-        state.SLIDERS[name].label, options=options, key=name, format_func=state.format_value,
-        disabled=not enabled, help=reason or state.SLIDERS[name].help, persist_state="session",
-    )
-    reset_col.button("", key=f"reset_{name}", on_click=_set, icon=":material/restart_alt:",
-                     args=(name, state.snap(float(trained), options) if trained is not None else None),
-                     disabled=not enabled or trained is None,
-                     help=f"Back to the trained value {state.format_value(trained)}" if trained else None)
-    if enabled:
-        caption = (f"trained value: {state.format_value(trained)}" if trained is not None
-                   else "no trained value")
-        chosen = state.dev_calibrated(model, name)
-        if chosen is not None:
-            caption += f" · best calibrated on dev (lowest NLL) at {state.format_value(chosen)}"
-        st.caption(caption)
-    else:
-        st.caption(reason)
+def _hyper_sent() -> None:
+    """The browser sent slider values (on release): snap each to its grid, keep it for the URL."""
+    model = state.get_model(ss["model"])
+    for name, value in components.sent_hyper(ss).items():
+        if name in model.hyper_names and isinstance(value, (int, float)) and math.isfinite(value):
+            ss[name] = state.snap(float(value), state.hyper_options(name, model.trained_hyper.get(name)))
 
 
 def sampling_controls(model) -> None:
@@ -182,55 +156,45 @@ def sampling_controls(model) -> None:
         st.caption(reason)
 
 
-# ---- panels -------------------------------------------------------------------------------------
-def headline(result) -> None:
-    i = result.positive_index
-    # Bottom-aligned, every metric with a line under its value: a label that wraps to more lines
-    # than its neighbours' pushes nothing out of line.
-    cols = st.columns(4, vertical_alignment="bottom")
-
-    def estimate(col, label: str, quantity: str, value: float, help: str, sign: bool = False) -> None:
-        number, error = charts.with_se(result, quantity, value, sign)
-        col.metric(label, number, delta=error, delta_color="off", delta_arrow="off",
-                   help=f"{help} {charts.se_help(result, quantity)}")
-
-    estimate(cols[0], "P(positive) = E[f(z)]", "p_positive", float(result.mc_probs[i]),
-             "The model's answer: average of the predictions of every attention sample.")
-    cols[1].metric("f(E[z]), mean attention", f"{float(result.mean_field_probs[i]):.3f}", delta="one pass",
-                   delta_color="off", delta_arrow="off",
-                   help="One prediction, with every stochastic layer at its mean attention: no sampling, "
-                        "so no Monte Carlo error.")
-    estimate(cols[2], "Gap E[f(z)] − f(E[z])", "gap", result.gap,
-             "What averaging over attention samples changes in P(positive).", sign=True)
-    estimate(cols[3], "Epistemic (mutual information), nats", "mutual_information", result.mutual_information,
-             "The part of the predictive entropy due to attention samples disagreeing, in nats.")
-    explanation(charts.monte_carlo_caption(result))
+# ---- panels: drawn in the browser from every slider value at once --------------------------------
+def captions(result, grid, layer: int, head: int, query: int, key: int, relative: bool, shown) -> dict:
+    """Each panel's prose, written for the server's current values (the page marks it as such while
+    a slider is elsewhere); in presentation mode the browser folds it under "What this shows"."""
+    out = {"prediction": charts.prediction_caption(result)}
+    if grid.posterior_spec is not None and grid.n_samples >= 2:
+        current = result.hyper.get(grid.posterior_spec.name)
+        out["sweep"] = charts.sweep_caption(live.sweep_of(grid), current=current)
+    if layer is not None:
+        out |= {
+            "bars": charts.prior_posterior_caption(result, layer, head, query, shown=shown),
+            "density": charts.key_density_caption(result, layer, head, query, key),
+            "maps": charts.sampled_maps_caption(result, layer, head, relative=relative, shown=shown),
+            "grids": charts.layer_head_caption(result, relative=relative),
+        }
+    return {k: plain(v) for k, v in out.items()}
 
 
-def sweep_panel(model, name: str, text: str, hyper: dict, n_samples: int, seed: int) -> None:
-    """The prediction and the mutual information over the whole range of one slider."""
-    swept = state.swept_hyper(model)
-    if swept is None:
-        return
-    st.subheader(f"Across the whole {swept} range")
-    if n_samples < 2:
-        st.info("The sweep needs at least 2 attention samples: raise n_samples.")
-        return
-    prior_only = {s.name for s in model.slider_specs if s.prior_only}
-    others = tuple((h, v) for h, v in hyper.items() if h != swept and h not in prior_only)
-    result = state.get_sweep(model, name, text, swept, others, n_samples, seed)
-    _plot(charts.sweep_figure(result, current=hyper.get(swept)), "sweep")
-    explanation(charts.sweep_caption(result, current=hyper.get(swept)))
+def plain(text: str) -> str:
+    """A caption for the browser's textContent: the markdown that st.caption would have rendered
+    (bold ** **, backslash escapes) taken out, so tokens read as typed."""
+    return re.sub(r"\\(.)", r"\1", re.sub(r"(?<!\\)\*\*", "", text))
 
 
-def prediction_panel(result) -> None:
-    st.subheader("The prediction")
-    left, right = st.columns([3, 2])
-    with left:
-        _plot(charts.prediction_figure(result), "prediction")
-    with right:
-        _plot(charts.entropy_figure(result), "entropy")
-        explanation(charts.prediction_caption(result))
+def _indices(grid, hyper: dict) -> tuple[int, int]:
+    """The grid indices of the server's current slider values."""
+    post = (live.nearest(grid.values, hyper[grid.posterior_spec.name], grid.posterior_spec.scale == "log")
+            if grid.posterior_spec else 0)
+    prior = (live.nearest(grid.prior_values, hyper[grid.prior_spec.name], grid.prior_spec.scale == "log")
+             if grid.prior_spec else 0)
+    return post, prior
+
+
+def summary_panel(grid, result, hyper: dict) -> None:
+    """Headline estimates with their errors, the sweep over the posterior slider, the prediction."""
+    post, prior = _indices(grid, hyper)
+    extra = {"captions": captions(result, grid, None, 0, 0, 0, False, None), "captions_at": [post, prior],
+             "presentation": bool(ss.get("presentation")), "positive_label": "positive"}
+    components.charts(live.summary_payload(grid, post, extra), components.SUMMARY_KEY)
 
 
 def picture_controls(result, model) -> tuple[int, int, int, int, bool]:
@@ -288,33 +252,27 @@ def window_control(result) -> None:
 
 
 @st.fragment
-def inspection(result, model) -> None:
-    """Everything that depends on layer, head and tokens: reruns alone, never re-runs the model."""
+def inspection(result, model, grid, hyper: dict) -> None:
+    """The layer, head and token pickers and what they select: reruns alone, and re-slices the
+    sentence's slider grid without running the model (a new token window makes a new grid)."""
     st.subheader("Inside the attention")
     layer, head, query, key, relative = picture_controls(result, model)
-
-    # One token window for the bars and the maps (every token when few): it follows the query.
     shown = charts.token_window(len(result.tokens), ss.get("window_start") or 1)
-    st.markdown("**1 · Prior vs posterior** for the selected query")
-    left, right = st.columns([3, 2])
-    with left:
-        _plot(charts.prior_posterior_figure(result, layer, head, query, shown=shown), "prior_posterior")
-        explanation(charts.prior_posterior_caption(result, layer, head, query, shown=shown))
-    with right:
-        _plot(charts.key_density_figure(result, layer, head, query, key), "density")
-        explanation(charts.key_density_caption(result, layer, head, query, key))
-
-    st.markdown(f"**2 · Sampled attention maps**, layer {layer} head {head}")
-    _plot(charts.sampled_maps_figure(result, layer, head, relative=relative, shown=shown), "maps")
-    explanation(charts.sampled_maps_caption(result, layer, head, relative=relative, shown=shown))
-
-    st.markdown("**3 · Where the uncertainty lives**, every layer and head")
-    left, right = st.columns(2)
-    with left:
-        _plot(charts.layer_head_figure(result, "spread", selected=(layer, head), relative=relative), "spread")
-    with right:
-        _plot(charts.layer_head_figure(result, "kl", selected=(layer, head), relative=relative), "kl")
-    explanation(charts.layer_head_caption(result, relative=relative))
+    if shown != grid.window:                       # a long sentence's window moved: its own grid
+        grid = state.get_grid(model, model.name, grid.text, grid.n_samples, grid.seed, tuple(shown), grid.others)
+        grid.start(_indices(grid, hyper)[0])
+    post, prior = _indices(grid, hyper)
+    facts = charts.Facts.of(result)
+    density_message = facts.no_density(layer)
+    if density_message is None and (layer not in grid.scored or not model.attention_family.has_density):
+        density_message = ("This layer's attention has no continuous density: its samples are shown in the bars "
+                           "and maps.")
+    extra = {"captions": captions(result, grid, layer, head, query, key, relative, shown),
+             "captions_at": [post, prior], "presentation": bool(ss.get("presentation")),
+             "relative": bool(relative), "density_message": density_message,
+             "kl_message": facts.no_prior(), "density_label": f"log10 {model.attention_family.density_variable}"}
+    payload = state.inside_bytes(grid, post, prior, layer, head, query, key, extra)
+    components.charts(payload, components.INSIDE_KEY)
     st.divider()
     downloads(result, layer, head)       # here, so that they follow the selected layer and head
 
@@ -334,7 +292,7 @@ def downloads(result, layer: int, head: int) -> None:
                          on_click="ignore", key="download_csv")
 
 
-def render_marker(values: dict, started: float, n_samples: int) -> None:
+def render_marker(values: dict, started: float, n_samples: int, ready: list[bool]) -> None:
     """A footer that names the view and the server's time on it: its run counter is what the latency
     benchmarks and the browser tests wait for, and the time lets them split server from browser.
     It is always written, and shown only with the URL parameter debug=1: otherwise a style hides it,
@@ -347,7 +305,8 @@ def render_marker(values: dict, started: float, n_samples: int) -> None:
         st.html("<style>.st-key-render_marker {display: none}</style>")
     with st.container(key="render_marker"):
         st.caption(f"view {ss['_runs']} · model {values['model']} · {hyper or 'no hyperparameters'} · "
-                   f"{charts.count(n_samples, 'sample')} · seed {values['seed']} · server {server_ms:.0f} ms")
+                   f"{charts.count(n_samples, 'sample')} · seed {values['seed']} · "
+                   f"slider grid {sum(ready)}/{len(ready)} · server {server_ms:.0f} ms")
 
 
 # ---- the page -----------------------------------------------------------------------------------
@@ -377,14 +336,16 @@ def main() -> None:
     sync_hyper_to_model(model)
     with st.sidebar:
         model_summary(model)
-    live_view(model, name)
+    # While the sentence's slider grid is being made, the fragment reruns itself every POLL_S to send
+    # the new frames; it switches this on and off with a full run (`_poll`).
+    st.fragment(live_view, run_every=POLL_S if ss.get("_grid_pending") else None)(model, name)
 
 
-@st.fragment
 def live_view(model, name: str) -> None:
-    """The sliders and everything they change. A slider move reruns this fragment alone: the title,
-    the sentence box and the model picker are neither re-run on the server nor redrawn in the
-    browser. A new sentence or model reruns the whole page, and this with it."""
+    """The sliders and everything they change, a fragment. The browser moves the sliders and redraws
+    the charts by itself; this reruns when a slider is released (for the URL and the captions), when
+    n_samples or the seed changes, and every POLL_S while the sentence's slider grid is being made.
+    A new sentence or model reruns the whole page, and this with it."""
     started = time.perf_counter()
     with st.sidebar:
         hyper_controls(model)
@@ -398,31 +359,39 @@ def live_view(model, name: str) -> None:
     state.write_query_params(state.MAIN_KEYS, values)
     if not text.strip():
         st.info("Type a sentence above, or pick an example, to see how the model reads it.")
+        _poll(False)
         return
-    hyper = tuple((h, float(ss[h])) for h in model.hyper_names)
-    variant = st.query_params.get("bench")
-    if variant == "no-explain":   # the sliders still move; explain() answers from its cache
-        hyper = tuple((h, float(model.trained_hyper[h])) for h in model.hyper_names)
+    hyper = {h: float(ss[h]) for h in model.hyper_names}
     n_samples, seed = (ss["n_samples"], ss["seed"]) if model.stochastic else (1, 0)
     try:
-        result = state.get_result(model, name, text, hyper, n_samples, seed)
+        result = state.get_result(model, name, text, tuple(hyper.items()), n_samples, seed)
+        grid = state.get_grid(model, name, text, n_samples, seed, tuple(_window(result)),
+                              tuple((h, v) for h, v in hyper.items() if h not in state.LIVE_SLIDERS))
+        grid.start(_indices(grid, hyper)[0])
     except ValueError as err:
         st.info(f"{err}")
-        return
-    if variant in BENCH_VARIANTS:
-        render_marker(values, started, result.n_samples)
+        _poll(False)
         return
     for note in result.notes:
         (st.warning if result.truncated and "longer" in note else st.info)(note)
 
-    headline(result)
-    # The sweep sits at the top but is computed last (a new sentence costs one S-sample pass per
-    # swept value): the panels below it reach the browser first.
-    sweep_slot = st.container()
-    prediction_panel(result)
-    inspection(result, model)
-    with sweep_slot:
-        sweep_panel(model, name, text, dict(hyper), n_samples, seed)
-    render_marker(values, started, result.n_samples)
+    summary_panel(grid, result, hyper)
+    inspection(result, model, grid, hyper)
+    render_marker(values, started, result.n_samples, grid.ready)
+    _poll(not grid.complete)
+
+
+def _poll(pending: bool) -> None:
+    """Turn the fragment's polling on while frames are being made, off when they are all sent: a
+    fragment's `run_every` is set by the run that defines it, so a change takes a full run."""
+    if ss.get("_grid_pending", False) != pending:
+        ss["_grid_pending"] = pending
+        st.rerun()
+
+
+def _window(result) -> list[int]:
+    """The token window of the maps on this run (every token of a short sentence)."""
+    return charts.token_window(len(result.tokens), _as_index(ss.get("window_start")) or 1)
+
 
 main()

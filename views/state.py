@@ -14,13 +14,13 @@ from pathlib import Path
 import streamlit as st
 
 import bam_viz
+import bam_viz.live
 from bam_viz import families
 
 DEFAULT_MODEL = "bam-wc"
 DEFAULT_N_SAMPLES = 32
 N_SAMPLES_RANGE = (1, 64)             # see get_result for the memory bound
 SEED_RANGE = (0, 9999)
-GRID_PER_DECADE = 16                    # log sliders: ~15% steps
 # The example buttons and the default sentence: movies dev sentences chosen by the rule in
 # bam_viz/examples.py, which wrote this file with the figures that chose them (`make examples`).
 # The file is part of the repository, so the buttons work without the corpora.
@@ -80,20 +80,33 @@ def get_result(_model, name: str, text: str, hyper: tuple[tuple[str, float], ...
     return _model.explain(text, n_samples=n_samples, seed=seed, **dict(hyper))
 
 
-def swept_hyper(model) -> str | None:
-    """The slider the sweep chart runs over: the first one the posterior reads (a prior-only
-    slider such as beta leaves every prediction unchanged), or None."""
-    return next((s.name for s in model.slider_specs if not s.prior_only), None)
+# The sliders the browser moves by itself: every family slider (the rest of a model's hyperparameters
+# are fixed at their trained values and key the grid).
+LIVE_SLIDERS = frozenset(SLIDERS)
 
 
-@st.cache_resource(max_entries=16, show_spinner="Sweeping the slider's range…")
-def get_sweep(_model, name: str, text: str, swept: str, others: tuple[tuple[str, float], ...], n_samples: int,
-              seed: int):
-    """`bam_viz.sweep.sweep` once per (model, text, the posterior's other hyperparameters, samples,
-    seed): moving the swept slider itself, or a prior-only one, reuses it."""
-    from bam_viz.sweep import sweep
+@st.cache_resource(max_entries=8, show_spinner="Computing every slider value…")
+def get_grid(_model, name: str, text: str, n_samples: int, seed: int, window: tuple[int, ...],
+             others: tuple[tuple[str, float], ...]):
+    """The sentence at every value of the model's sliders (`bam_viz.live.LiveGrid`), shared by every
+    session that asks for the same (model, text, S, seed, token window); ~1 MB a sentence at 24 tokens.
+    Its frames are made in the background: `start()` it."""
+    return bam_viz.live.LiveGrid(_model, text, n_samples, seed, window=list(window), **dict(others))
 
-    return sweep(_model, text, swept, n_samples=n_samples, seed=seed, **dict(others))
+
+def inside_bytes(grid, post: int, prior: int, layer: int, head: int, query: int, key: int, extra: dict) -> bytes:
+    """`bam_viz.live.inside_payload`, kept on the grid per selection and frames made: the page reruns
+    (slider release, polling) ask again for the same bytes, and packing ~1 MB costs ~0.1 s."""
+    import json
+
+    cache_key = (tuple(grid.ready), post, prior, layer, head, query, key, json.dumps(extra, sort_keys=True))
+    cache = grid.__dict__.setdefault("_inside_cache", {})
+    hit = cache.get(cache_key)
+    if hit is None:
+        hit = bam_viz.live.inside_payload(grid, post, prior, layer, head, query, key, extra)
+        cache.clear()                                  # one selection at a time per grid
+        cache[cache_key] = hit
+    return hit
 
 
 @st.cache_resource(show_spinner=False)
@@ -114,12 +127,9 @@ def corpus_available() -> bool:
 
 # ---- slider grids -------------------------------------------------------------------------------
 def hyper_options(name: str, trained: float | None) -> list[float]:
-    """The values a hyperparameter slider offers: a log (or linear) grid, plus the trained value."""
+    """The values a hyperparameter slider offers: the live grid's (`bam_viz.live.slider_values`)."""
     spec = SLIDERS[name]
-    grid = spec.grid(GRID_PER_DECADE)
-    if trained is not None and spec.low <= trained <= spec.high:
-        grid.append(float(trained))
-    return sorted(set(grid))
+    return bam_viz.live.slider_values(spec, trained, "prior" if spec.prior_only else "posterior")
 
 
 def snap(value: float, options: list[float]) -> float:

@@ -14,7 +14,7 @@ S / sum S but finite at extreme slider values where S itself under- or overflows
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -216,6 +216,14 @@ class AttentionFamily:
         """KL(q || prior) per cell and the parameters of both, for the trace and the training loss.
         `valid` is the key mask expanded to log_p's shape; invalid cells may hold anything."""
         return CellStatistics(torch.zeros_like(log_p), {}, {})
+
+    def kl_sums(self, log_p: torch.Tensor, log_pi: torch.Tensor, valid: torch.Tensor,
+                hypers: Sequence[Hyper]) -> torch.Tensor:
+        """KL(q || prior) summed over queries and valid keys, (N, *log_p.shape[:-2]) float64, at each
+        of N `hypers`: what `statistics` gives, summed. The live explorer asks for a whole slider grid
+        at once; a family may override this with a faster form that agrees with `statistics`."""
+        return torch.stack([self.statistics(log_p, log_pi, valid, h).kl.masked_fill(~valid, 0.0)
+                            .sum((-1, -2)).double() for h in hypers])
 
     # ---- the same distributions as torch.distributions objects (the tests' oracle) -------------
     def posterior(self, scores: torch.Tensor, hyper: Hyper, mask: torch.Tensor | None = None) -> Distribution:

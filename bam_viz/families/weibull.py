@@ -14,7 +14,7 @@ from torch.distributions import Gamma, Weibull
 
 from bam_viz.families.base import AttentionFamily, CellStatistics, HyperSpec
 from bam_viz.families.sampling import log_gamma_rsample, log_weibull_rsample, masked_log_softmax, normalize_log
-from bam_viz.kl import kl_weibull_gamma
+from bam_viz.kl import EULER_GAMMA, kl_weibull_gamma
 
 
 class WeibullFamily(AttentionFamily):
@@ -55,6 +55,35 @@ class WeibullFamily(AttentionFamily):
             posterior={"shape_k": torch.full_like(log_p, k), "scale": log_scale.exp()},
             prior={"alpha": log_alpha.exp().expand_as(log_p), "beta": torch.full_like(log_p, beta)},
         )
+
+    def kl_sums(self, log_p, log_pi, valid, hypers):
+        """The KL summed over cells, separated into what depends on k and on beta. With alpha = beta pi,
+        lambda Gamma(1 + 1/k) = p and c_k = log Gamma(1 + 1/k), each cell's KL (`kl_weibull_gamma`) is
+
+            beta [ (gamma/k + c_k) pi - pi log p + p - pi log beta ] + log k - gamma - 1 + log Gamma(beta pi),
+
+        so four sums over the cells serve every (k, beta). In float64: the beta-terms nearly cancel."""
+        lp = log_p.double()
+        pi = log_pi.double().exp().expand_as(lp)
+        v = valid.expand_as(lp)
+        zero = torch.zeros((), dtype=lp.dtype)
+
+        def total(x):
+            return torch.where(v, x, zero).sum((-1, -2))
+
+        A, B, C, N = total(pi), total(pi * lp), total(lp.exp()), total(torch.ones_like(lp))
+        # pi is one row over the keys, shared by every query: log Gamma(beta pi_j) once per key,
+        # weighted by the number of valid queries that key has.
+        pi_row = log_pi.double().exp()[..., 0, :]                                  # (..., Tk)
+        per_key = v.sum(-2).double()                                               # (..., Tk)
+        out = []
+        for h in hypers:
+            k, beta = h.shape_k, h.beta
+            D = (per_key * torch.lgamma((beta * pi_row).clamp_min(1e-38))).sum(-1)
+            c_k = math.lgamma(1 + 1 / k)
+            out.append(beta * ((EULER_GAMMA / k + c_k) * A - B + C - A * math.log(beta))
+                       + N * (math.log(k) - EULER_GAMMA - 1) + D)
+        return torch.stack(out)
 
     def posterior(self, scores, hyper, mask=None):
         scale = torch.exp(self.log_scale(masked_log_softmax(scores, mask), hyper.shape_k))

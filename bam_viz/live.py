@@ -1,0 +1,493 @@
+"""The live explorer's data: one sentence at every value of its sliders, reduced to what the page
+draws and packed as bytes, so that the browser moves the sliders without asking the server.
+
+A `LiveGrid` holds one sentence, model, S and seed at every value of the posterior's slider (for
+Weibull, `shape_k`: `POSTERIOR_PER_DECADE` values a decade) and of the prior-only slider (`beta`:
+`PRIOR_PER_DECADE` a decade). Each posterior value is one `explain()` call, so a frame is exactly what
+`explain()` gives at that value, reduced to a `Frame` (the headline's estimates and errors, the
+per-sample predictions, spread, every stochastic head's maps in the token window, and the KL at
+every prior value). Frames are made nearest to the current value first, by a pool of worker threads
+(torch releases the GIL), while the page already draws the ones made.
+
+What depends on the prior-only slider alone is cheap and made when the payload is packed: the
+prior's draws for the selected query, its density, and the KL, which is closed form in the
+mean-attention pass. That pass does not read the hyperparameters (Mode.MEAN uses the softmax
+weights in every layer, whatever k), so one pass serves every (posterior, prior) pair. The prior's
+bars here use the mean-attention pass's prior, like the prior-mean bars, where `explain()` draws
+the prior of each sample's keys above the first stochastic layer (for the first, the two agree).
+
+`summary_payload` and `inside_payload` pack what the page's two chart components draw: a
+little-endian uint32 header length, a UTF-8 JSON header naming the arrays (`offset` in bytes,
+`shape`, `dtype` "f4" or "u2", where u2 holds a value in [0, 1] times 65535), zero padding to a
+multiple of 4, then the arrays.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import struct
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from bam_viz.attention import Mode, Trace
+from bam_viz.explain import PriorDraws, lower_states
+from bam_viz.families.sampling import masked_log_softmax
+from bam_viz.result import log10_density, log10_range, monte_carlo_errors
+
+POSTERIOR_PER_DECADE = 16       # the posterior's log slider: ~15% steps (61 values for shape_k)
+PRIOR_PER_DECADE = 4            # the prior-only log slider: ~78% steps (33 values for beta)
+LINEAR_POINTS = {"posterior": 61, "prior": 31}
+MAP_SAMPLES = 4                 # sampled maps drawn beside the mean and std maps
+DENSITY_POINTS = 160
+STATS = ("p_mc", "p_se", "p_mean_field", "gap", "gap_se", "mi", "mi_se", "expected_entropy")
+MAP_KINDS = ("std", "q05", "q95")   # per frame, then MAP_SAMPLES sampled maps; the mean map is per grid
+WORKERS = 2                     # frames made at once: this machine's cores
+IDLE_S = 5.0                    # a grid nobody asked about for this long stops making frames
+
+
+def slider_values(spec, trained: float | None, side: str = "posterior") -> list[float]:
+    """The values a slider offers: a log (or linear) grid over the spec's range, plus the trained value."""
+    per_decade = POSTERIOR_PER_DECADE if side == "posterior" else PRIOR_PER_DECADE
+    values = spec.grid(per_decade, LINEAR_POINTS[side])
+    if trained is not None and spec.low <= trained <= spec.high:
+        values.append(float(trained))
+    return sorted(set(values))
+
+
+def nearest(values: list[float], value: float, log: bool) -> int:
+    """Index of the grid value nearest to `value` (in log distance on a log slider)."""
+    if log and value > 0:
+        return min(range(len(values)), key=lambda i: abs(math.log(values[i]) - math.log(value)))
+    return min(range(len(values)), key=lambda i: abs(values[i] - value))
+
+
+def nearest_first(n: int, start: int) -> list[int]:
+    """0..n-1 ordered by distance from `start`, right before left: start, start+1, start-1, ..."""
+    order = [start]
+    for d in range(1, n):
+        order += [i for i in (start + d, start - d) if 0 <= i < n]
+    return order
+
+
+@dataclass(frozen=True)
+class Frame:
+    """The sentence at one posterior value: what does not depend on the selected head or query."""
+
+    stats: np.ndarray               # (len(STATS),) NaN where an error is not estimable
+    p_samples: np.ndarray           # (S,) P(positive) of each attention sample
+    spread: np.ndarray              # (L, H)
+    kl: np.ndarray                  # (B, L, H) KL(q || prior) at every prior value, nats
+    maps: dict                      # stochastic layer -> (H, 3 + MAP_SAMPLES', W, W) float16, MAP_KINDS then samples
+
+
+class LiveGrid:
+    """One sentence at every slider value; frames are made on demand or by `start()` in the background.
+
+    `window`: the token indices the maps show (all tokens of a short sentence). Thread-safe: the
+    app's sessions share grids, and the workers fill them."""
+
+    def __init__(self, model, text: str, n_samples: int, seed: int, window: list[int] | None = None,
+                 **others: float):
+        self.model, self.text, self.n_samples, self.seed = model, text, n_samples, seed
+        self.others = tuple(sorted(others.items()))
+        family = model.attention_family
+        self.family = family
+        specs = model.slider_specs
+        posterior = [s for s in specs if not s.prior_only]
+        prior = [s for s in specs if s.prior_only]
+        if len(posterior) > 1 or len(prior) > 1:
+            raise ValueError(f"{family.name}: the live explorer draws one posterior and one prior slider, "
+                             f"not {[s.name for s in specs]}")
+        self.posterior_spec = posterior[0] if posterior else None
+        self.prior_spec = prior[0] if prior else None
+        trained = model.trained_hyper
+        self.base = model.hyper(**{k: v for k, v in others.items()
+                                   if k not in {s.name for s in specs}})
+        self.values = (slider_values(self.posterior_spec, trained.get(self.posterior_spec.name))
+                       if self.posterior_spec else [None])
+        self.prior_values = (slider_values(self.prior_spec, trained.get(self.prior_spec.name), "prior")
+                             if self.prior_spec else [None])
+        lower = lower_states(model, text)
+        self.tokens, self.T = lower.tokens, len(lower.tokens)
+        self.window = list(range(self.T)) if window is None else [int(i) for i in window]
+        self.frames: list[Frame | None] = [None] * len(self.values)
+        self._lock = threading.Lock()
+        self._making: set[int] = set()
+        self.touched = time.monotonic()
+        self.started = False
+        self._mean_pass(lower)
+        self.result = None          # the explain() result of the first frame made (notes, layers)
+
+    # ---- the one mean-attention pass -------------------------------------------------------------
+    @torch.inference_mode()
+    def _mean_pass(self, lower) -> None:
+        model = self.model
+        _, traces, _ = model.upper(lower.x, lower.mask, mode=Mode.MEAN, hyper=self.base, trace=Trace.STATS)
+        first = len(lower.traces)
+        self.stochastic_layers = [i for i in model.config.stochastic_layers] if model.stochastic else []
+        self.scored = [i for i in range(first, first + len(traces))
+                       if i in self.stochastic_layers and self.family.stochastic]
+        # log softmax(psi) and log pi of every stochastic layer: (Ls, H, T, T) and (Ls, H, 1, T)
+        rows = {i: traces[i - first] for i in self.scored}
+        if self.scored:
+            self.log_p = torch.stack([masked_log_softmax(rows[i].scores[0], None) for i in self.scored])
+            pi = torch.stack([rows[i].prior_weights[0, :, :1, :] for i in self.scored])
+            self.log_pi = pi.clamp_min(torch.finfo(pi.dtype).tiny).log()
+
+    def hyper_at(self, i: int, j: int | None = None):
+        """The hyperparameters of posterior value i and prior value j (the base's where None)."""
+        over = {}
+        if self.posterior_spec is not None:
+            over[self.posterior_spec.name] = self.values[i]
+        if self.prior_spec is not None and j is not None:
+            over[self.prior_spec.name] = self.prior_values[j]
+        return self.base.replace(**over)
+
+    def kl_table(self, i: int) -> np.ndarray:
+        """(B, L, H) KL(q || prior) summed over queries and keys, at posterior value i and every
+        prior value; zeros in layers without a learned prior's KL."""
+        L, H = self.model.n_layers, self.model.n_heads
+        out = np.zeros((len(self.prior_values), L, H))
+        if not self.scored or not self.family.learned_prior:
+            return out
+        valid = torch.ones_like(self.log_p, dtype=torch.bool)
+        hypers = [self.hyper_at(i, j) for j in range(len(self.prior_values))]
+        with torch.inference_mode():
+            sums = self.family.kl_sums(self.log_p, self.log_pi, valid, hypers)            # (B, Ls, H)
+        out[:, self.scored] = sums.cpu().numpy()
+        return out
+
+    # ---- frames ----------------------------------------------------------------------------------
+    def frame(self, i: int) -> Frame:
+        """Frame i, made now if no worker has made it."""
+        hit = self.frames[i]
+        if hit is not None:
+            return hit
+        r = self.model.explain(self.text, n_samples=self.n_samples, seed=self.seed,
+                               **dict(self.hyper_at(i, None)))
+        pos = r.positive_index
+        se = monte_carlo_errors(r.sample_probs.double().numpy(), float(r.mean_field_probs[pos]), pos,
+                                bool(r.stochastic_layers))
+        stats = np.array([float(r.mc_probs[pos]), _nan(se.p_positive), float(r.mean_field_probs[pos]), r.gap,
+                          _nan(se.gap), r.mutual_information, _nan(se.mutual_information), r.expected_entropy])
+        idx = torch.tensor(self.window)
+        maps = {}
+        for layer in r.stochastic_layers:
+            w = r.sample_weights[:, layer][:, :, idx][:, :, :, idx]                    # (S, H, W, W)
+            S = w.shape[0]
+            std = w.std(0) if S > 1 else torch.zeros_like(w[0])
+            q = quantiles(w, (0.05, 0.95))
+            parts = [std, q[0], q[1], *w[:MAP_SAMPLES]]
+            maps[layer] = torch.stack(parts, 1).half().numpy()                        # (H, K, W, W)
+        made = Frame(stats=stats, p_samples=r.sample_probs[:, pos].double().numpy(),
+                     spread=r.spread.double().numpy(), kl=self.kl_table(i), maps=maps)
+        with self._lock:
+            if self.result is None:
+                self.result = r
+            self.frames[i] = made
+        return made
+
+    def _work(self, i: int) -> None:
+        with self._lock:
+            if self.frames[i] is not None or i in self._making:
+                return
+            if time.monotonic() - self.touched > IDLE_S:       # abandoned: a new sentence came
+                self.started = False
+                return
+            self._making.add(i)
+        try:
+            self.frame(i)
+        finally:
+            with self._lock:
+                self._making.discard(i)
+
+    def start(self, current: int) -> None:
+        """Make frame `current` now, then the rest in the background, nearest first."""
+        self.touched = time.monotonic()
+        self.frame(current)
+        self._launch(current)
+
+    def _launch(self, around: int) -> None:
+        with self._lock:
+            if self.started:
+                return
+            self.started = True
+        for i in nearest_first(len(self.values), around):
+            if self.frames[i] is None:
+                _submit(self._work, i)
+
+    def touch(self) -> None:
+        """Someone still wants this grid: resume it if its workers gave it up as abandoned."""
+        self.touched = time.monotonic()
+        if not self.started and not self.complete:
+            made = [i for i, f in enumerate(self.frames) if f is not None]
+            if made:
+                self._launch(made[0])
+
+    @property
+    def ready(self) -> list[bool]:
+        return [f is not None for f in self.frames]
+
+    @property
+    def complete(self) -> bool:
+        return all(self.ready)
+
+    def wait(self, timeout: float = 60.0) -> bool:
+        """Until every frame is made (tests, the benchmark): True when complete."""
+        deadline = time.monotonic() + timeout
+        while not self.complete and time.monotonic() < deadline:
+            self.touch()
+            time.sleep(0.02)
+        return self.complete
+
+    # ---- what depends on the selected layer, head, query and key ---------------------------------
+    def posterior_row(self, i: int, layer: int, head: int, query: int) -> np.ndarray:
+        """(3, W) the posterior mean weights of `query` over the window's keys, and their 5% and 95%
+        quantiles over the samples."""
+        r, frame = self.result, self.frames[i]
+        w = self.window
+        mean = r.mean_weights[layer, head, query][w].double().numpy()
+        if frame is None or layer not in frame.maps:
+            return np.stack([mean, mean, mean])
+        row = w.index(query) if query in w else 0
+        m = frame.maps[layer][head]
+        return np.stack([mean, m[1, row].astype(float), m[2, row].astype(float)])
+
+    def prior_rows(self, layer: int, head: int, query: int) -> np.ndarray:
+        """(B, 3, W) the prior mean over the window's keys and its draws' 5% and 95% quantiles, at
+        every prior value (the prior is the same for every query)."""
+        r, w = self.result, self.window
+        mean = r.prior_weights[layer, head, query][w].double().numpy()
+        out = np.tile(np.stack([mean, mean, mean]), (len(self.prior_values), 1, 1))
+        if layer not in self.scored or not self.family.learned_prior or self.n_samples < 2:
+            return out
+        log_pi = self.log_pi[self.scored.index(layer), head]                           # (1, T)
+        S, T = self.n_samples, log_pi.shape[-1]
+        with torch.inference_mode():
+            for j in range(len(self.prior_values)):
+                g = torch.Generator(device=log_pi.device).manual_seed(PriorDraws.stream_seed(self.seed, layer, head))
+                draws = self.family.sample_prior(log_pi.expand(S, 1, 1, T), self.hyper_at(0, j), None, g)
+                q = quantiles(draws[:, 0, 0].double(), (0.05, 0.95))
+                out[j, 1], out[j, 2] = q[0, w].numpy(), q[1, w].numpy()
+        return out
+
+    def densities(self, layer: int, head: int, query: int, key: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """Densities of log10 S_ij for one query and key: (G, 2 + P) under q at every posterior
+        value and (B, 2 + P) under the prior at every prior value, each row [lo, hi, density at P
+        points from lo to hi]; None where the layer has no density."""
+        if layer not in self.scored or not self.family.has_density:
+            return None
+        s = self.scored.index(layer)
+        log_p = self.log_p[s, head, query][None]                                        # (1, T)
+        log_pi = self.log_pi[s, head]                                                   # (1, T)
+        valid = torch.ones_like(log_p, dtype=torch.bool)
+
+        def curves(n: int, hyper_of, which: int) -> np.ndarray:
+            out = np.zeros((n, 2 + DENSITY_POINTS))
+            for i in range(n):
+                with torch.inference_mode():
+                    st = self.family.statistics(log_p, log_pi, valid, hyper_of(i))
+                q, p = self.family.key_marginals({k: v[0] for k, v in st.posterior.items()},
+                                                 {k: v[0] for k, v in st.prior.items()}, key)
+                d = (q, p)[which]
+                lo, hi = log10_range(d)
+                if not (np.isfinite(lo) and np.isfinite(hi)) or hi <= lo:
+                    lo, hi = -3.0, 0.0
+                out[i, 0], out[i, 1] = lo, hi
+                out[i, 2:] = log10_density(d, np.linspace(lo, hi, DENSITY_POINTS))
+            return out
+
+        prior_at = 0 if self.prior_spec is None else None
+        return (curves(len(self.values), lambda i: self.hyper_at(i, prior_at), 0),
+                curves(len(self.prior_values), lambda j: self.hyper_at(0, j), 1))
+
+
+def quantiles(w: torch.Tensor, qs: tuple[float, ...]) -> torch.Tensor:
+    """torch.quantile over dimension 0 (linear interpolation), from one sort: (len(qs), *w.shape[1:]).
+    torch.quantile (and torch's sort over 32 samples) took a fifth of a frame's time; NumPy's sort
+    along the first axis takes a tenth of that."""
+    s = torch.from_numpy(np.sort(w.numpy(), axis=0))
+    n = s.shape[0]
+    out = []
+    for q in qs:
+        pos = q * (n - 1)
+        lo = math.floor(pos)
+        hi = min(lo + 1, n - 1)
+        out.append(s[lo] + (pos - lo) * (s[hi] - s[lo]))
+    return torch.stack(out)
+
+
+def sweep_of(grid: LiveGrid):
+    """The frames made so far as a `bam_viz.sweep.Sweep` over the posterior slider (its captions and
+    figure read it); None without a posterior slider or with fewer than 2 samples."""
+    from bam_viz.sweep import Sweep
+
+    if grid.posterior_spec is None or grid.n_samples < 2:
+        return None
+    made = [i for i, f in enumerate(grid.frames) if f is not None]
+    stats = np.stack([grid.frames[i].stats for i in made])
+    col = {name: stats[:, k] for k, name in enumerate(STATS)}
+    return Sweep(name=grid.posterior_spec.name, values=np.asarray([grid.values[i] for i in made]),
+                 p_mc=col["p_mc"], p_mc_se=col["p_se"], p_mean_field=col["p_mean_field"],
+                 mutual_information=col["mi"], trained=grid.model.trained_hyper.get(grid.posterior_spec.name),
+                 scale=grid.posterior_spec.scale, n_samples=grid.n_samples, seed=grid.seed)
+
+
+def _nan(x: float | None) -> float:
+    return float("nan") if x is None else float(x)
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+_QUEUED = 0                      # frames submitted and not yet done, over every grid
+
+
+def _submit(fn, *args) -> None:
+    """Run fn(*args) on the shared pool of WORKERS threads (made on first use)."""
+    global _POOL, _QUEUED
+
+    def run():
+        global _QUEUED
+        try:
+            fn(*args)
+        finally:
+            with _POOL_LOCK:
+                _QUEUED -= 1
+
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="bam-viz-live")
+        _QUEUED += 1
+        _POOL.submit(run)
+
+
+def wait_idle(timeout: float = 120.0) -> bool:
+    """Until no frame is queued or being made, in any grid (tests); True when idle."""
+    deadline = time.monotonic() + timeout
+    while _QUEUED and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return _QUEUED == 0
+
+
+# ---- packing --------------------------------------------------------------------------------------
+def pack(header: dict, arrays: dict[str, np.ndarray]) -> bytes:
+    """Header and arrays as one bytes object (the module docstring has the layout). Arrays of
+    dtype float16 are sent as u2 (value in [0, 1] times 65535); everything else as float32."""
+    blobs, specs, offset = [], {}, 0
+    for name, a in arrays.items():
+        if a.dtype == np.float16:
+            blob = np.round(np.clip(a.astype(np.float32), 0.0, 1.0) * 65535).astype("<u2").tobytes()
+            dtype = "u2"
+        else:
+            blob = np.ascontiguousarray(a, dtype="<f4").tobytes()
+            dtype = "f4"
+        blob += b"\0" * (-len(blob) % 4)
+        specs[name] = {"offset": offset, "shape": list(a.shape), "dtype": dtype}
+        blobs.append(blob)
+        offset += len(blob)
+    head = json.dumps({**header, "arrays": specs}, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    head += b" " * (-(4 + len(head)) % 4)
+    return struct.pack("<I", len(head)) + head + b"".join(blobs)
+
+
+def unpack(data: bytes) -> tuple[dict, dict[str, np.ndarray]]:
+    """The inverse of `pack` (tests, and anyone reading a saved payload); u2 arrays come back in [0, 1]."""
+    (n,) = struct.unpack_from("<I", data, 0)
+    header = json.loads(data[4 : 4 + n].decode("utf-8"))
+    base = 4 + n
+    arrays = {}
+    for name, spec in header.pop("arrays").items():
+        count = int(np.prod(spec["shape"])) if spec["shape"] else 1
+        dt = np.dtype("<u2" if spec["dtype"] == "u2" else "<f4")
+        a = np.frombuffer(data, dtype=dt, count=count, offset=base + spec["offset"]).reshape(spec["shape"])
+        arrays[name] = a.astype(np.float32) / 65535 if spec["dtype"] == "u2" else a
+    return header, arrays
+
+
+def _slider(spec, values, trained, current: int) -> dict | None:
+    if spec is None:
+        return None
+    return {"name": spec.name, "label": spec.label, "help": spec.help, "scale": spec.scale,
+            "values": [float(v) for v in values], "trained": trained, "current": current}
+
+
+def _digest(*parts) -> str:
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+
+
+def summary_payload(grid: LiveGrid, current: int, extra: dict | None = None) -> bytes:
+    """What the headline, the sweep and the prediction panel draw, at every posterior value made so far."""
+    G, S = len(grid.values), grid.n_samples
+    stats = np.full((G, len(STATS)), np.nan)
+    p = np.full((G, S), np.nan)
+    for i, f in enumerate(grid.frames):
+        if f is not None:
+            stats[i], p[i] = f.stats, f.p_samples
+    ready = grid.ready
+    header = {
+        "kind": "summary", "id": _digest("summary", id(grid), ready), "ready": ready,
+        "n_samples": S, "seed": grid.seed, "model": grid.model.name, "stats": list(STATS),
+        "stochastic": bool(grid.stochastic_layers),
+        "slider": _slider(grid.posterior_spec, grid.values, grid.model.trained_hyper.get(
+            grid.posterior_spec.name) if grid.posterior_spec else None, current),
+        **(extra or {}),
+    }
+    return pack(header, {"stats": _finite(stats), "p_samples": _finite(p)})
+
+
+def inside_payload(grid: LiveGrid, current: int, prior_current: int, layer: int, head: int, query: int,
+                   key: int, extra: dict | None = None) -> bytes:
+    """What the inside-the-attention panels draw for one layer, head, query and key, at every value
+    of both sliders: bars, the key's densities, the maps, and the layer x head spread and KL."""
+    G, B = len(grid.values), len(grid.prior_values)
+    L, H = grid.model.n_layers, grid.model.n_heads
+    W = len(grid.window)
+    k = min(MAP_SAMPLES, grid.n_samples)
+    r = grid.result
+    mean_map = r.mean_weights[layer, head][grid.window][:, grid.window].numpy()
+    maps = np.zeros((G, 2 + k, W, W), dtype=np.float16)
+    maps[:, 0] = mean_map
+    spread = np.full((G, L, H), np.nan)
+    kl = np.full((G, B, L, H), np.nan)
+    post_row = np.full((G, 3, W), np.nan)
+    for i, f in enumerate(grid.frames):
+        if f is None:
+            continue
+        spread[i], kl[i] = f.spread, f.kl
+        post_row[i] = grid.posterior_row(i, layer, head, query)
+        if layer in f.maps:
+            m = f.maps[layer][head]
+            maps[i, 1], maps[i, 2:] = m[0], m[3 : 3 + k]
+        else:                                           # deterministic: every sample is the mean
+            maps[i, 2:] = mean_map
+    arrays = {"maps": maps, "post_row": _finite(post_row), "prior_row": grid.prior_rows(layer, head, query),
+              "spread": _finite(spread), "kl": _finite(kl)}
+    densities = grid.densities(layer, head, query, key)
+    if densities is not None:
+        arrays["post_density"], arrays["prior_density"] = (_finite(d) for d in densities)
+    trained = grid.model.trained_hyper
+    header = {
+        "kind": "inside", "id": _digest("inside", id(grid), grid.ready, layer, head, query, key),
+        "ready": grid.ready, "n_samples": grid.n_samples, "seed": grid.seed,
+        "tokens": list(grid.tokens), "window": list(grid.window),
+        "layer": layer, "head": head, "query": query, "key": key, "layers": L, "heads": H,
+        "stochastic_layers": list(grid.stochastic_layers), "map_samples": k,
+        "slider": _slider(grid.posterior_spec, grid.values,
+                          trained.get(grid.posterior_spec.name) if grid.posterior_spec else None, current),
+        "prior_slider": _slider(grid.prior_spec, grid.prior_values,
+                                trained.get(grid.prior_spec.name) if grid.prior_spec else None, prior_current),
+        **(extra or {}),
+    }
+    return pack(header, arrays)
+
+
+def _finite(a: np.ndarray) -> np.ndarray:
+    """float32 with NaN kept (the page reads NaN as "not made yet") and infinities clipped."""
+    return np.clip(np.asarray(a, dtype=np.float64), -3e38, 3e38).astype(np.float32)

@@ -1,0 +1,175 @@
+"""bam_viz.live: every frame of a slider grid is what explain() gives at that value, reduced; the KL
+table agrees with the layer's own KL at every (k, beta); the packed bytes decode to the same arrays."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import bam_viz
+from bam_viz import families, live
+from bam_viz.attention import Mode, Trace
+from bam_viz.explain import lower_states
+
+TEXT = "The acting is superb, but the plot is a tedious mess."
+
+
+@pytest.fixture(scope="module")
+def model():
+    return bam_viz.load("bam-wc")
+
+
+@pytest.fixture(scope="module")
+def grid(model):
+    g = live.LiveGrid(model, TEXT, 8, 3)
+    g.start(live.nearest(g.values, 3.0, True))
+    assert g.wait(120), "the grid was not filled in 120 s"
+    return g
+
+
+def test_the_grids_are_the_sliders(model, grid):
+    k, beta = model.attention_family.spec("shape_k"), model.attention_family.spec("beta")
+    assert grid.values[0] == k.low and grid.values[-1] == k.high and 3.0 in grid.values
+    assert grid.values == sorted(set(k.grid(live.POSTERIOR_PER_DECADE)) | {3.0})         # plus the trained k
+    assert len(k.grid(live.POSTERIOR_PER_DECADE)) == round(live.POSTERIOR_PER_DECADE * math.log10(k.high / k.low)) + 1
+    assert grid.prior_values[0] == beta.low and grid.prior_values[-1] == beta.high and 1.0 in grid.prior_values
+    ratios = np.diff(np.log10(grid.values))
+    assert ratios.max() <= 1 / live.POSTERIOR_PER_DECADE + 0.01        # no gap in the slider's steps
+
+
+def test_nearest_first_covers_everything_once():
+    assert live.nearest_first(5, 2) == [2, 3, 1, 4, 0]
+    assert live.nearest_first(4, 0) == [0, 1, 2, 3]
+    assert sorted(live.nearest_first(61, 37)) == list(range(61))
+
+
+@pytest.mark.parametrize("index", [0, 17, 60])
+def test_a_frame_is_explain_at_its_value(model, grid, index):
+    k = grid.values[index]
+    r = model.explain(TEXT, n_samples=8, seed=3, shape_k=k)
+    f = grid.frames[index]
+    stats = dict(zip(live.STATS, f.stats, strict=True))
+    assert stats["p_mc"] == pytest.approx(float(r.mc_probs[1]), abs=1e-6)
+    assert stats["p_mean_field"] == pytest.approx(float(r.mean_field_probs[1]), abs=1e-6)
+    assert stats["gap"] == pytest.approx(r.gap, abs=1e-6)
+    assert stats["mi"] == pytest.approx(r.mutual_information, abs=1e-9)
+    assert stats["p_se"] == pytest.approx(r.se.p_positive, abs=1e-9)
+    assert stats["gap_se"] == pytest.approx(r.se.gap, abs=1e-9)
+    assert stats["mi_se"] == pytest.approx(r.se.mutual_information, abs=1e-9)
+    assert stats["expected_entropy"] == pytest.approx(r.expected_entropy, abs=1e-9)
+    np.testing.assert_allclose(f.p_samples, r.sample_probs[:, 1].double().numpy(), atol=1e-6)
+    np.testing.assert_allclose(f.spread, r.spread.double().numpy(), atol=1e-6)
+    w = r.sample_weights[:, 5, 2].double().numpy()                                     # (S, T, T)
+    maps = f.maps[5][2].astype(np.float64)                                             # float16
+    np.testing.assert_allclose(maps[0], w.std(0, ddof=1), atol=2e-3)
+    np.testing.assert_allclose(maps[1], np.quantile(w, 0.05, axis=0), atol=2e-3)
+    np.testing.assert_allclose(maps[2], np.quantile(w, 0.95, axis=0), atol=2e-3)
+    np.testing.assert_allclose(maps[3:], w[: live.MAP_SAMPLES], atol=2e-3)
+    assert set(f.maps) == set(r.stochastic_layers)
+
+
+def test_the_kl_table_is_the_layers_kl_at_every_beta(model, grid):
+    for i, j in ((0, 0), (20, 16), (60, 32), (40, 5)):
+        r = model.explain(TEXT, n_samples=2, seed=0, shape_k=grid.values[i], beta=grid.prior_values[j])
+        np.testing.assert_allclose(grid.frames[i].kl[j], r.kl.double().numpy(), rtol=2e-5, atol=1e-3)
+
+
+def test_weibull_kl_sums_agree_with_statistics_cell_by_cell(model):
+    """The separable form against the generic loop over `statistics` (which the other families use),
+    on random cells with some keys masked, at the sliders' extremes."""
+    family = families.get("weibull")
+    g = torch.Generator().manual_seed(0)
+    log_p = torch.randn(3, 4, 6, 6, generator=g).log_softmax(-1)
+    log_pi = torch.randn(3, 4, 1, 6, generator=g).log_softmax(-1)
+    valid = torch.ones(3, 4, 6, 6, dtype=torch.bool)
+    valid[..., -2:] = False
+    hypers = [family.hyper(shape_k=k, beta=b) for k in (0.2, 3.0, 1000.0) for b in (1e-4, 1.0, 1e4)]
+    fast = family.kl_sums(log_p, log_pi, valid, hypers)
+    slow = families.AttentionFamily.kl_sums(family, log_p.double(), log_pi.double(), valid, hypers)
+    np.testing.assert_allclose(fast.numpy(), slow.numpy(), rtol=1e-9, atol=1e-6)
+
+
+def test_the_mean_pass_reads_no_hyperparameter(model):
+    """Why one mean-attention pass serves every (k, beta): Mode.MEAN uses softmax weights."""
+    lower = lower_states(model, TEXT)
+    outs = [model.upper(lower.x, lower.mask, mode=Mode.MEAN, hyper=model.hyper(shape_k=k, beta=b), trace=Trace.STATS)
+            for k, b in ((0.2, 1e-4), (1000.0, 1e4))]
+    torch.testing.assert_close(outs[0][0], outs[1][0], rtol=0, atol=0)
+    for a, b in zip(outs[0][1], outs[1][1], strict=True):
+        torch.testing.assert_close(a.scores, b.scores, rtol=0, atol=0)
+        torch.testing.assert_close(a.prior_weights, b.prior_weights, rtol=0, atol=0)
+
+
+def test_densities_are_the_results_at_each_value(model, grid):
+    post, prior = grid.densities(5, 1, 0, 2)
+    for i, j in ((10, 3), (50, 20)):
+        r = model.explain(TEXT, n_samples=2, seed=0, shape_k=grid.values[i], beta=grid.prior_values[j])
+        d = r.key_densities(5, 1, 0, 2)
+        for row, curve in ((post[i], d["posterior"]), (prior[j], d["prior"])):
+            x = np.linspace(row[0], row[1], live.DENSITY_POINTS)
+            inside = (d["x"] >= row[0]) & (d["x"] <= row[1])
+            mine = np.interp(d["x"][inside], x, row[2:])
+            assert np.abs(mine - curve[inside]).max() <= 0.02 * curve.max()
+    assert grid.densities(0, 1, 0, 2) is None                       # a deterministic layer has none
+
+
+def test_prior_rows_widen_as_beta_falls(grid):
+    rows = grid.prior_rows(5, 0, 0)                                  # (B, 3, W)
+    width = (rows[:, 2] - rows[:, 1]).mean(-1)
+    assert width[0] > 10 * width[-1] and np.all(rows[:, 1] <= rows[:, 2])
+    np.testing.assert_allclose(rows[:, 0], np.broadcast_to(rows[0, 0], rows[:, 0].shape))   # the mean is pi
+
+
+def test_payloads_round_trip(grid):
+    data = live.inside_payload(grid, 17, 16, 5, 2, 0, 3, {"relative": True})
+    header, arrays = live.unpack(data)
+    G, B, W = len(grid.values), len(grid.prior_values), len(grid.tokens)
+    assert header["kind"] == "inside" and header["relative"] is True and header["tokens"] == grid.tokens
+    assert arrays["maps"].shape == (G, 2 + live.MAP_SAMPLES, W, W) and arrays["kl"].shape == (G, B, 6, 12)
+    np.testing.assert_allclose(arrays["maps"][17, 1], grid.frames[17].maps[5][2][0], atol=1e-4)
+    np.testing.assert_allclose(arrays["spread"][17], grid.frames[17].spread, rtol=1e-6)
+    np.testing.assert_allclose(arrays["kl"][17, 16], grid.frames[17].kl[16], rtol=1e-6)
+    assert all(np.isfinite(a).all() for a in arrays.values())
+    header, arrays = live.unpack(live.summary_payload(grid, 17))
+    assert header["slider"]["name"] == "shape_k" and header["ready"] == [True] * G
+    np.testing.assert_allclose(arrays["stats"][17], grid.frames[17].stats, rtol=1e-6)
+
+
+def test_frames_not_made_are_nan_and_extremes_are_finite(model):
+    g = live.LiveGrid(model, TEXT, 4, 0)
+    g.frame(0)                                       # k = 0.2 only; nothing started in the background
+    header, arrays = live.unpack(live.summary_payload(g, 0))
+    assert header["ready"][0] and not any(header["ready"][1:])
+    assert np.isfinite(arrays["stats"][0]).all() and np.isnan(arrays["stats"][1:]).all()
+    _, inside = live.unpack(live.inside_payload(g, 0, 0, 5, 0, 0, 1))
+    assert np.isfinite(inside["prior_row"]).all() and np.isfinite(inside["prior_density"]).all()
+    assert np.isfinite(inside["kl"][0]).all() and np.isfinite(inside["post_density"]).all()
+
+
+@pytest.mark.parametrize("name", ["softmax", "categorical", "mc-dropout", "bam-lc", "dirichlet"])
+def test_every_model_packs(name):
+    m = bam_viz.load(name)
+    g = live.LiveGrid(m, TEXT, 3, 0)
+    g.start(0)
+    assert g.wait(120)
+    layer = m.n_layers - 1
+    for data in (live.summary_payload(g, 0), live.inside_payload(g, 0, 0, layer, 0, 0, 1)):
+        header, arrays = live.unpack(data)
+        assert all(np.isfinite(a).all() for a in arrays.values()), name
+    assert len(g.values) == (1 if not m.slider_specs else len(g.values))
+    assert ("post_density" in arrays) == (m.attention_family.has_density and layer in g.scored)
+
+
+def test_an_abandoned_grid_stops_and_resumes(model, monkeypatch):
+    """Nobody asked for the grid for IDLE_S: the workers stop making frames; asking again resumes."""
+    monkeypatch.setattr(live, "IDLE_S", 0.0)
+    g = live.LiveGrid(model, "Not bad at all, if a little long.", 2, 0)
+    g.start(30)
+    assert live.wait_idle(60)
+    assert 1 <= sum(g.ready) < len(g.values) and not g.started
+    monkeypatch.setattr(live, "IDLE_S", 60.0)
+    g.start(30)
+    assert g.wait(120) and live.wait_idle(60)
