@@ -120,6 +120,7 @@ class LiveGrid:
         self.frames: list[Frame | None] = [None] * len(self.values)
         self._lock = threading.Lock()
         self._making: set[int] = set()
+        self._memo: dict[str, dict] = {}
         self.touched = time.monotonic()
         self.started = False
         self._mean_pass(lower)
@@ -262,7 +263,10 @@ class LiveGrid:
 
     def prior_rows(self, layer: int, head: int, query: int) -> np.ndarray:
         """(B, 3, W) the prior mean over the window's keys and its draws' 5% and 95% quantiles, at
-        every prior value (the prior is the same for every query)."""
+        every prior value (the prior is the same for every query); made once per selection."""
+        return self.memo("prior_rows", (layer, head, query), lambda: self._prior_rows(layer, head, query))
+
+    def _prior_rows(self, layer: int, head: int, query: int) -> np.ndarray:
         r, w = self.result, self.window
         mean = r.prior_weights[layer, head, query][w].double().numpy()
         out = np.tile(np.stack([mean, mean, mean]), (len(self.prior_values), 1, 1))
@@ -281,9 +285,27 @@ class LiveGrid:
     def densities(self, layer: int, head: int, query: int, key: int) -> tuple[np.ndarray, np.ndarray] | None:
         """Densities of log10 S_ij for one query and key: (G, 2 + P) under q at every posterior
         value and (B, 2 + P) under the prior at every prior value, each row [lo, hi, density at P
-        points from lo to hi]; None where the layer has no density."""
+        points from lo to hi]; None where the layer has no density. They come from the mean pass,
+        not from the frames, so they are made once per selection (SciPy takes ~1 ms a curve, with
+        the GIL held: the page's polls would otherwise slow the workers down)."""
         if layer not in self.scored or not self.family.has_density:
             return None
+        return self.memo("densities", (layer, head, query, key), lambda: self._densities(layer, head, query, key))
+
+    def memo(self, what: str, key: tuple, make, keep: int = 4):
+        """`make()`, kept per `what` for the last `keep` keys (a few recent selections per grid)."""
+        with self._lock:
+            cache = self._memo.setdefault(what, {})
+            hit = cache.get(key)
+        if hit is None:
+            hit = make()
+            with self._lock:
+                while len(cache) >= keep:
+                    cache.pop(next(iter(cache)))
+                cache[key] = hit
+        return hit
+
+    def _densities(self, layer: int, head: int, query: int, key: int) -> tuple[np.ndarray, np.ndarray]:
         s = self.scored.index(layer)
         log_p = self.log_p[s, head, query][None]                                        # (1, T)
         log_pi = self.log_pi[s, head]                                                   # (1, T)
@@ -363,9 +385,44 @@ def _submit(fn, *args) -> None:
 
     with _POOL_LOCK:
         if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="bam-viz-live")
+            _POOL = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="bam-viz-live",
+                                       initializer=lower_priority)
         _QUEUED += 1
         _POOL.submit(run)
+
+
+NICE = 10                        # background work's niceness: what a user waits for goes first
+
+
+def lower_priority() -> None:
+    """Lower the calling thread's CPU priority (Linux schedules threads one by one; elsewhere a no-op):
+    frames made in the background, or captions written for a released slider, never take a core
+    from a request or, on a machine that also runs the browser, from the page redrawing itself."""
+    import os
+
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
+    except (AttributeError, OSError, PermissionError):
+        pass
+
+
+def run_niced(fn, *args):
+    """fn(*args) in a thread of lowered priority (`lower_priority`), waited for; its value or its error."""
+    out: dict = {}
+
+    def run():
+        lower_priority()
+        try:
+            out["value"] = fn(*args)
+        except BaseException as err:      # re-raised in the caller's thread
+            out["error"] = err
+
+    t = threading.Thread(target=run, name="bam-viz-niced")
+    t.start()
+    t.join()
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
 
 
 def wait_idle(timeout: float = 120.0) -> bool:

@@ -6,9 +6,10 @@ The explorer's sliders and charts live in the browser (views/components.py): a p
 canvases from data sent once per sentence. Measured, in one run per `--runs`, interleaved:
 
   slider press   ArrowRight on the `shape_k` slider (bam-wc, a 24-token sentence, 32 samples), from
-                 the keypress to every chart component having painted the new value (each component
-                 writes the press's sequence number `window.bamviz.seq` into its root's
-                 `data-seq` after painting), then two animation frames. 0.5 s between presses, so
+                 the keypress to every chart component having painted the new value on screen
+                 (each component writes the press's sequence number `window.bamviz.seq` into its
+                 root's `data-seq` after painting; charts scrolled out of view follow 0.25 s
+                 later), then two animation frames. The page is at its top, 1400 x 1000. 0.5 s between presses, so
                  that each release's round trip to the server (URL, captions) happens in between
                  and any cost it has on the page is inside the next press's time.
   trivial press  bench/trivial_app.py (one slider, one line of text): from the keypress to its
@@ -140,11 +141,13 @@ def measure(page, slider_name: str, presses: int) -> list[float]:
 EXPLORER_QUERY = f"?model=bam-wc&n_samples=32&seed=0&text={quote(SENTENCE_24)}"
 
 
-def painted(page, text_id: str | None = None, complete: bool = False, timeout_ms: float = 120_000) -> None:
-    """Until both chart components have painted the sliders' latest value (and, with `text_id`, a
-    payload whose id differs from it; with `complete`, every frame of the grid), then two frames."""
+def painted(page, text_id: str | None = None, complete: bool = False, settled: bool = False,
+            timeout_ms: float = 120_000) -> None:
+    """Until both chart components have painted the sliders' latest value on screen (and, with
+    `text_id`, a payload whose id differs from it; with `complete`, every frame of the grid; with
+    `settled`, the charts off screen too, which follow a quarter of a second later), then two frames."""
     page.wait_for_function(
-        """([old, complete]) => {
+        """([old, complete, settled]) => {
             const roots = [...document.querySelectorAll('.bamviz-root[data-kind=summary], '
                                                         + '.bamviz-root[data-kind=inside]')];
             if (roots.length < 2 || !window.bamviz) return false;
@@ -153,9 +156,10 @@ def painted(page, text_id: str | None = None, complete: bool = False, timeout_ms
                 if (!r.dataset.painted || (r.dataset.seq || '0') !== seq) return false;
                 if (old !== null && r.dataset.kind === 'summary' && r.dataset.id === old) return false;
                 if (complete && r.dataset.ready !== r.dataset.total) return false;
+                if (settled && (r.dataset.dirty || '0') !== '0') return false;
             }
             return true;
-        }""", arg=[text_id, complete], timeout=timeout_ms, polling="raf")
+        }""", arg=[text_id, complete, settled], timeout=timeout_ms, polling="raf")
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 

@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 import bam_viz
 from bam_viz import live
-from views import state
+from views import components, state
 from views.state import N_SAMPLES_RANGE
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
@@ -55,8 +55,21 @@ def component(at: AppTest, key: str):
 
 
 def payload(at: AppTest, key: str = "live_summary") -> tuple[dict, dict]:
-    """The header and arrays the browser's charts receive (`bam_viz.live.unpack`)."""
-    return live.unpack(component(at, key).bytes)
+    """The header and arrays the browser's charts receive (`bam_viz.live.unpack`): the summary's in
+    the element, the inside panels' from the file it names, with the element's meta applied as
+    live.js applies it."""
+    proto = component(at, key)
+    if proto.bytes:
+        return live.unpack(proto.bytes)
+    data = json.loads(proto.json)
+    header, arrays = live.unpack(components.served_file(data["url"]).read_bytes())
+    meta = dict(data["meta"])
+    post, prior = meta.pop("current")
+    header |= meta
+    for name, index in (("slider", post), ("prior_slider", prior)):
+        if header[name]:
+            header[name]["current"] = index
+    return header, arrays
 
 
 def slider_data(at: AppTest) -> dict:

@@ -7,16 +7,28 @@ mounted three times, whose JavaScript (`views/live/live.js`) draws on canvases.
   inside    prior vs posterior, density, maps, layer x head grids (`bam_viz.live.inside_payload`)
 
 Every value of the sliders is in the bytes sent, so a slider move never waits for the server.
+The summary's bytes (~12 kB) go in the element itself. The inside payload (~1 MB at 24 tokens)
+goes to a file that Streamlit's static serving hands out (`server.enableStaticServing`), named by
+its hash, and the element holds its URL and the few things a rerun changes (captions, colour
+mode): the rerun after a slider's release then sends kilobytes, and the page fetches the arrays
+only when they change. The files are kept for KEEP_S after their last use, at most KEEP_FILES.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import threading
+import time
 from pathlib import Path
 
 import streamlit as st
 
 HERE = Path(__file__).with_name("live")
+STATIC = Path(__file__).resolve().parents[1] / "static" / "live"     # served at /app/static/live/
+KEEP_S, KEEP_FILES = 600.0, 256
 SLIDERS_KEY, SUMMARY_KEY, INSIDE_KEY = "live_sliders", "live_summary", "live_inside"
+_lock = threading.Lock()
 
 
 @st.cache_resource(show_spinner=False)
@@ -34,6 +46,44 @@ def sliders(data: dict, on_change) -> None:
 
 def charts(payload: bytes, key: str) -> None:
     _component()(data=payload, key=key)
+
+
+def charts_by_url(payload: bytes, key: str, meta: dict) -> None:
+    """Mount a chart instance whose payload the page fetches from a served file; `meta` overrides
+    the payload header's fields (captions, presentation, relative colours) without a new file."""
+    _component()(data={"kind": "inside", "url": publish(payload), "meta": meta}, key=key)
+
+
+def publish(payload: bytes) -> str:
+    """Write `payload` under static/live/ by its hash (once) and return the URL it is served at."""
+    from streamlit import config
+
+    name = hashlib.sha256(payload).hexdigest()[:24] + ".bin"
+    path = STATIC / name
+    with _lock:
+        STATIC.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_bytes(payload)
+            tmp.replace(path)                             # never half a file at the URL
+            _prune()
+        else:
+            path.touch()
+    base = (config.get_option("server.baseUrlPath") or "").strip("/")
+    return f"/{base + '/' if base else ''}app/static/live/{name}"
+
+
+def _prune() -> None:
+    files = sorted(STATIC.glob("*.bin"), key=lambda f: f.stat().st_mtime, reverse=True)
+    now = time.time()
+    for i, f in enumerate(files):
+        if i >= KEEP_FILES or now - f.stat().st_mtime > KEEP_S:
+            f.unlink(missing_ok=True)
+
+
+def served_file(url: str) -> Path:
+    """The file behind a URL from `publish` (tests read payloads through it)."""
+    return STATIC / url.rsplit("/", 1)[-1]
 
 
 def sent_hyper(session_state) -> dict[str, float]:

@@ -21,7 +21,7 @@ from views import components, state
 
 ss = st.session_state
 _rng = random.Random()
-POLL_S = 0.3          # while a sentence's slider grid is being made, the page fetches the new frames this often
+POLL_S = 0.5          # while a sentence's slider grid is being made, the page fetches the new frames this often
 # Static CSS only, never user text. A metric's label wraps in a narrow column instead of ending in "…".
 PAGE_CSS = """
 [data-testid="stMetricLabel"] :is([data-testid="stMarkdownContainer"], p) {white-space: normal; overflow: visible}
@@ -267,12 +267,13 @@ def inspection(result, model, grid, hyper: dict) -> None:
     if density_message is None and (layer not in grid.scored or not model.attention_family.has_density):
         density_message = ("This layer's attention has no continuous density: its samples are shown in the bars "
                            "and maps.")
-    extra = {"captions": captions(result, grid, layer, head, query, key, relative, shown),
-             "captions_at": [post, prior], "presentation": bool(ss.get("presentation")),
-             "relative": bool(relative), "density_message": density_message,
-             "kl_message": facts.no_prior(), "density_label": f"log10 {model.attention_family.density_variable}"}
+    extra = {"density_message": density_message, "kl_message": facts.no_prior(),
+             "density_label": f"log10 {model.attention_family.density_variable}"}
+    meta = {"captions": captions(result, grid, layer, head, query, key, relative, shown),
+            "captions_at": [post, prior], "current": [post, prior], "presentation": bool(ss.get("presentation")),
+            "relative": bool(relative)}
     payload = state.inside_bytes(grid, post, prior, layer, head, query, key, extra)
-    components.charts(payload, components.INSIDE_KEY)
+    components.charts_by_url(payload, components.INSIDE_KEY, meta)
     st.divider()
     downloads(result, layer, head)       # here, so that they follow the selected layer and head
 

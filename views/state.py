@@ -74,10 +74,12 @@ def _one_torch_thread() -> None:
 def get_result(_model, name: str, text: str, hyper: tuple[tuple[str, float], ...], n_samples: int,
                seed: int):
     """`explain()` once per (model, text, hyperparameters, n_samples, seed); `_model` is unhashed.
+    The charts come from the slider grid: this result writes the captions and the downloads, so it
+    runs at a lowered priority (`bam_viz.live.run_niced`), behind anything a user is waiting for.
 
     Every session shares the returned object: nothing may modify it.
     """
-    return _model.explain(text, n_samples=n_samples, seed=seed, **dict(hyper))
+    return bam_viz.live.run_niced(lambda: _model.explain(text, n_samples=n_samples, seed=seed, **dict(hyper)))
 
 
 # The sliders the browser moves by itself: every family slider (the rest of a model's hyperparameters
@@ -95,18 +97,14 @@ def get_grid(_model, name: str, text: str, n_samples: int, seed: int, window: tu
 
 
 def inside_bytes(grid, post: int, prior: int, layer: int, head: int, query: int, key: int, extra: dict) -> bytes:
-    """`bam_viz.live.inside_payload`, kept on the grid per selection and frames made: the page reruns
-    (slider release, polling) ask again for the same bytes, and packing ~1 MB costs ~0.1 s."""
+    """`bam_viz.live.inside_payload`, kept on the grid per selection and frames made: a rerun that
+    only moves a slider (post, prior: sent beside the file as meta) gets the same bytes, so the
+    same served file, and the page fetches nothing."""
     import json
 
-    cache_key = (tuple(grid.ready), post, prior, layer, head, query, key, json.dumps(extra, sort_keys=True))
-    cache = grid.__dict__.setdefault("_inside_cache", {})
-    hit = cache.get(cache_key)
-    if hit is None:
-        hit = bam_viz.live.inside_payload(grid, post, prior, layer, head, query, key, extra)
-        cache.clear()                                  # one selection at a time per grid
-        cache[cache_key] = hit
-    return hit
+    cache_key = (tuple(grid.ready), layer, head, query, key, json.dumps(extra, sort_keys=True))
+    return grid.memo("inside", cache_key, lambda: bam_viz.live.inside_payload(
+        grid, post, prior, layer, head, query, key, extra), keep=1)
 
 
 @st.cache_resource(show_spinner=False)

@@ -16,6 +16,7 @@ if (!BUS.values || typeof BUS.values !== "object") BUS.values = {};
 if (!Number.isFinite(BUS.seq)) BUS.seq = 0;
 
 const CHANGE = "bamviz:change";
+const FLUSH_MS = 250;            // off-screen charts are brought up to date this long after a move
 
 // The released slider values, in the page's URL at once, written as the server writes them
 // (Python's "{:.6g}"): a link copied now reproduces the view, before the server's rerun sets the
@@ -717,7 +718,10 @@ class Chart {
     this.width = 0;
     this.sized = "";
     this.label = "";
+    this.onScreen = true;                  // until the IntersectionObserver says otherwise
+    this.dirty = false;
     view.resizer.observe(this.wrap);
+    view.visibility.observe(this.wrap);
     if (hover) {
       this.wrap.addEventListener("mousemove", (e) => this.pointer(e));
       this.wrap.addEventListener("mouseleave", () => view.tooltip(null));
@@ -802,6 +806,10 @@ class View {
     this.theme = { fg: "#31333f", family: "sans-serif", grid: "rgba(0,0,0,0.1)", axis: "rgba(0,0,0,0.4)" };
     this.themeKey = "";
     this.resizer = new ResizeObserver((entries) => this.resized(entries));
+    // Charts off screen (and 200 px beyond) are not repainted on a slider move: they are marked
+    // dirty, and painted when they come into view or after FLUSH_MS without a move.
+    this.visibility = new IntersectionObserver((entries) => this.seen(entries), { rootMargin: "200px" });
+    this.flushTimer = null;
     this.onChange = (e) => {
       try { this.changed((e && e.detail) || {}); } catch (err) { console.warn("bamviz: repaint failed", err); }
     };
@@ -815,7 +823,30 @@ class View {
   destroy() {
     window.removeEventListener(CHANGE, this.onChange);
     this.resizer.disconnect();
+    this.visibility.disconnect();
+    clearTimeout(this.flushTimer);
     this.root.remove();
+  }
+
+  seen(entries) {
+    const now = [];
+    for (const entry of entries) {
+      const chart = this.charts.find((c) => c.wrap === entry.target);
+      if (!chart) continue;
+      chart.onScreen = entry.isIntersecting;
+      if (chart.onScreen && chart.dirty) now.push(chart);
+    }
+    if (now.length && this.ready()) this.paint(now);
+  }
+
+  // Paint every dirty chart (off screen at the last move), then say none is left.
+  flush() {
+    this.flushTimer = null;
+    const dirty = this.charts.filter((c) => c.dirty);
+    if (!dirty.length || !this.ready()) return;
+    this.beforePaint();
+    for (const chart of dirty) { chart.dirty = false; chart.paint(); }
+    this.root.dataset.dirty = "0";
   }
 
   chart(parent, spec) {
@@ -864,8 +895,14 @@ class View {
   // Repaint `charts` (after the view's own per-paint work) and record the paint.
   paint(charts) {
     this.beforePaint();
-    for (const chart of charts) chart.paint();
+    for (const chart of charts) {
+      if (chart.onScreen) { chart.dirty = false; chart.paint(); } else chart.dirty = true;
+    }
     this.markPainted();
+    const dirty = this.charts.filter((c) => c.dirty).length;
+    this.root.dataset.dirty = String(dirty);
+    clearTimeout(this.flushTimer);
+    if (dirty) this.flushTimer = setTimeout(() => this.flush(), FLUSH_MS);
   }
 
   beforePaint() {}
@@ -1046,10 +1083,37 @@ class PayloadView extends View {
 
   ready() { return !!this.h; }
 
+  // A payload served as a file (views/components.py): fetched once per URL, then applied with
+  // `meta`, which a rerun changes without a new file (captions, colours, the server's slider values).
+  load(url, meta) {
+    this.meta = meta && typeof meta === "object" ? meta : {};
+    if (url === this.url) {
+      if (this.bytes) this.update(this.bytes, this.meta);
+      return;
+    }
+    this.url = url;
+    fetch(url, { credentials: "same-origin" })
+      .then((r) => { if (!r.ok) throw new Error(`${r.status} ${r.statusText}`); return r.arrayBuffer(); })
+      .then((buffer) => {
+        if (this.url !== url) return;                 // a newer payload was asked for meanwhile
+        this.bytes = new Uint8Array(buffer);
+        this.update(this.bytes, this.meta);
+      })
+      .catch((err) => console.warn("bamviz: could not fetch the payload", err));
+  }
+
   // A new payload: arrays re-read only when the header's id changed; else only captions,
   // presentation and relative colours are applied, repainting just what they touch.
-  update(bytes) {
+  update(bytes, meta) {
     const { header, blobStart } = readHeader(bytes);
+    if (meta) {
+      const { current, ...fields } = meta;
+      Object.assign(header, fields);
+      if (Array.isArray(current)) {
+        if (header.slider) header.slider = { ...header.slider, current: current[0] };
+        if (header.prior_slider) header.prior_slider = { ...header.prior_slider, current: current[1] };
+      }
+    }
     const themeChanged = this.readTheme();
     // for tests and benchmarks: which payload, and how many of its frames are made
     const ready = Array.isArray(header.ready) ? header.ready : [true];
@@ -1911,6 +1975,7 @@ const VIEWS = { sliders: SlidersView, summary: SummaryView, inside: InsideView }
 
 function kindOf(data) {
   if (data && typeof data === "object" && !ArrayBuffer.isView(data) && !(data instanceof ArrayBuffer)) {
+    if (data.kind === "inside" && typeof data.url === "string") return "inside";   // a served payload
     return data.kind === "sliders" ? "sliders" : null;
   }
   const bytes = toBytes(data);
@@ -1951,6 +2016,7 @@ export default function (args) {
   try {
     if (readable) {
       if (kind === "sliders") view.update(data, args);
+      else if (typeof data.url === "string") view.load(data.url, data.meta);
       else view.update(toBytes(data));
     }
   } catch (err) {
