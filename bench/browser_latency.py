@@ -9,11 +9,14 @@ canvases from data sent once per sentence. Measured, in one run per `--runs`, in
                  the keypress to every chart component having painted the new value on screen
                  (each component writes the press's sequence number `window.bamviz.seq` into its
                  root's `data-seq` after painting; charts scrolled out of view follow 0.25 s
-                 later), then two animation frames. The page is at its top, 1400 x 1000. 0.5 s between presses, so
-                 that each release's round trip to the server (URL, captions) happens in between
-                 and any cost it has on the page is inside the next press's time.
+                 later), then two animation frames. The page is at its top, 1400 x 1000. The
+                 pauses between presses are drawn uniformly from 0.2 to 1.5 s (seeded), as a
+                 person's would be: each press is a release that sends the values to the server
+                 0.4 s later (URL, captions), and that round trip lands during some later presses,
+                 whose time then includes what it costs the page.
   trivial press  bench/trivial_app.py (one slider, one line of text): from the keypress to its
-                 footer reading the next run ("view N+1"), Streamlit idle, two animation frames.
+                 footer reading the next run ("view N+1"), Streamlit idle, two animation frames;
+                 the same pauses.
   new visitor    a new page on the running server (model loaded), the default sentence already
                  computed: from `goto` to the first charts painted, and to every chart painted.
   new sentence   on an open page, a sentence never seen submitted: to the first charts painted with
@@ -122,19 +125,20 @@ def wait_for_view(page, n: int, timeout_ms: float = 120_000) -> None:
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
-def measure(page, slider_name: str, presses: int) -> list[float]:
-    """Seconds from each keypress on a server-side slider to the page's next view (the trivial page)."""
+def measure(page, slider_name: str, presses: int, pause_ms: float | list[float] = 150) -> list[float]:
+    """Seconds from each keypress on a server-side slider to the page's next view (the trivial
+    page); `pause_ms` before each press (one value, or one per press)."""
     slider = page.get_by_role("slider", name=slider_name)
     slider.focus()
+    waits = pause_ms if isinstance(pause_ms, list) else [pause_ms] * presses
     times = []
-    for _ in range(presses):
-        key = "ArrowRight"                 # always a new value: never a cached result
+    for wait in waits[:presses]:
+        page.wait_for_timeout(wait)
         before = marker_view(page)
         t0 = time.perf_counter()
-        page.keyboard.press(key)
+        page.keyboard.press("ArrowRight")            # always a new value: never a cached result
         wait_for_view(page, before + 1)
         times.append(time.perf_counter() - t0)
-        page.wait_for_timeout(150)          # let the slider's debounce settle before the next press
     return times
 
 
@@ -167,17 +171,30 @@ def summary_id(page) -> str | None:
     return page.evaluate("() => document.querySelector('.bamviz-root[data-kind=summary]')?.dataset.id ?? null")
 
 
-def press_live(page, slider_name: str, presses: int, pause_ms: float = 500) -> list[float]:
-    """Seconds from each ArrowRight on a live slider to both chart components painted with it."""
+PAUSES_S = (0.2, 1.5)          # a pause between presses, drawn uniformly from this range
+
+
+def pauses(n: int, seed: int = 0) -> list[float]:
+    """The pauses (ms) before each of n presses: the same for every page in a run."""
+    import random
+
+    rng = random.Random(seed)
+    return [1000 * rng.uniform(*PAUSES_S) for _ in range(n)]
+
+
+def press_live(page, slider_name: str, presses: int, pause_ms: float | list[float] = 500) -> list[float]:
+    """Seconds from each ArrowRight on a live slider to both chart components painted with it;
+    `pause_ms` before each press (one value, or one per press)."""
     slider = page.get_by_role("slider", name=slider_name)
     slider.focus()
+    waits = pause_ms if isinstance(pause_ms, list) else [pause_ms] * presses
     times = []
-    for _ in range(presses):
+    for wait in waits[:presses]:
+        page.wait_for_timeout(wait)
         t0 = time.perf_counter()
         page.keyboard.press("ArrowRight")
         painted(page)
         times.append(time.perf_counter() - t0)
-        page.wait_for_timeout(pause_ms)
     return times
 
 
@@ -188,7 +205,8 @@ def summary(times: list[float]) -> dict:
             "times_s": [round(t, 4) for t in times]}
 
 
-def measure_app(browser, app: Path, slider: str, presses: int, query: str = "") -> dict:
+def measure_app(browser, app: Path, slider: str, presses: int, query: str = "",
+                pause_ms: float | list[float] = 150) -> dict:
     """A Streamlit page whose slider reruns the server (the trivial page): serve `app`, open it at
     `query`, press `slider` twice to warm up, then time `presses` presses to the next view."""
     with serve(app) as url:
@@ -196,7 +214,7 @@ def measure_app(browser, app: Path, slider: str, presses: int, query: str = "") 
         page.goto(url + query)
         wait_for_view(page, 1)
         measure(page, slider, 2)                      # warm-up: imports, first compile
-        result = summary(measure(page, slider, presses))
+        result = summary(measure(page, slider, presses, pause_ms))
         page.close()
     return result
 
@@ -240,7 +258,7 @@ def run_once(browser, presses: int, slider: str, index: int, screenshot: Path | 
         page, first, _ = open_explorer(browser, url)
         out["fresh_server_first_s"] = first
         press_live(page, slider, 2)                                  # warm-up
-        out["explorer"] = summary(press_live(page, slider, presses))
+        out["explorer"] = summary(press_live(page, slider, presses, pauses(presses, index)))
         if screenshot:
             page.screenshot(path=str(screenshot))
         out["new_sentence_first_s"], out["new_sentence_all_s"] = new_sentence(page, FRESH_SENTENCES[index % 3])
@@ -248,7 +266,8 @@ def run_once(browser, presses: int, slider: str, index: int, screenshot: Path | 
         visitor, first, everything = open_explorer(browser, url)
         out["new_visitor_first_s"], out["new_visitor_all_s"] = first, everything
         visitor.close()
-    out["trivial"] = measure_app(browser, ROOT / "bench" / "trivial_app.py", "value", presses)
+    out["trivial"] = measure_app(browser, ROOT / "bench" / "trivial_app.py", "value", presses,
+                                 pause_ms=pauses(presses, index))
     return out
 
 

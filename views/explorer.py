@@ -58,8 +58,12 @@ def _as_index(value) -> int | None:
 
 
 def page_style(presentation: bool) -> None:
+    """The page's CSS, written by the full run only: a style element rewritten by every fragment rerun
+    makes the browser recompute the whole page's style. The footer (`render_marker`) is hidden
+    unless the URL says debug=1."""
+    hide_footer = "" if st.query_params.get("debug") == "1" else ".st-key-render_marker {display: none}"
     # st.html with only a style goes to the event container, where it takes no space.
-    st.html(f"<style>{PAGE_CSS}{PRESENTATION_CSS if presentation else ''}</style>")
+    st.html(f"<style>{PAGE_CSS}{PRESENTATION_CSS if presentation else ''}{hide_footer}</style>")
 
 
 # ---- controls -----------------------------------------------------------------------------------
@@ -301,9 +305,6 @@ def render_marker(values: dict, started: float, n_samples: int, ready: list[bool
     ss["_runs"] = ss.get("_runs", 0) + 1
     hyper = " · ".join(f"{k}={state.format_value(values[k])}" for k in state.SLIDERS if k in values)
     server_ms = 1000 * (time.perf_counter() - started)
-    if st.query_params.get("debug") != "1":
-        # Style only: Streamlit puts it in the event container, where it takes no space.
-        st.html("<style>.st-key-render_marker {display: none}</style>")
     with st.container(key="render_marker"):
         st.caption(f"view {ss['_runs']} · model {values['model']} · {hyper or 'no hyperparameters'} · "
                    f"{charts.count(n_samples, 'sample')} · seed {values['seed']} · "
