@@ -125,21 +125,31 @@ def wait_for_view(page, n: int, timeout_ms: float = 120_000) -> None:
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
-def measure(page, slider_name: str, presses: int, pause_ms: float | list[float] = 150) -> list[float]:
-    """Seconds from each keypress on a server-side slider to the page's next view (the trivial
-    page); `pause_ms` before each press (one value, or one per press)."""
+def timed_presses(page, slider_name: str, presses: int, pause_ms: float | list[float], arm) -> list[float]:
+    """Seconds from each ArrowRight on a slider until the page is updated; `pause_ms` before each
+    press (one value, or one per press). `arm()`, called before each press, returns the wait for
+    its update (it may read the page's state first)."""
     slider = page.get_by_role("slider", name=slider_name)
     slider.focus()
     waits = pause_ms if isinstance(pause_ms, list) else [pause_ms] * presses
     times = []
     for wait in waits[:presses]:
         page.wait_for_timeout(wait)
-        before = marker_view(page)
+        done = arm()
         t0 = time.perf_counter()
         page.keyboard.press("ArrowRight")            # always a new value: never a cached result
-        wait_for_view(page, before + 1)
+        done()
         times.append(time.perf_counter() - t0)
     return times
+
+
+def measure(page, slider_name: str, presses: int, pause_ms: float | list[float] = 150) -> list[float]:
+    """A server-side slider (the trivial page): each press until the page's next view."""
+    def arm():
+        before = marker_view(page)
+        return lambda: wait_for_view(page, before + 1)
+
+    return timed_presses(page, slider_name, presses, pause_ms, arm)
 
 
 EXPLORER_QUERY = f"?model=bam-wc&n_samples=32&seed=0&text={quote(SENTENCE_24)}"
@@ -183,19 +193,8 @@ def pauses(n: int, seed: int = 0) -> list[float]:
 
 
 def press_live(page, slider_name: str, presses: int, pause_ms: float | list[float] = 500) -> list[float]:
-    """Seconds from each ArrowRight on a live slider to both chart components painted with it;
-    `pause_ms` before each press (one value, or one per press)."""
-    slider = page.get_by_role("slider", name=slider_name)
-    slider.focus()
-    waits = pause_ms if isinstance(pause_ms, list) else [pause_ms] * presses
-    times = []
-    for wait in waits[:presses]:
-        page.wait_for_timeout(wait)
-        t0 = time.perf_counter()
-        page.keyboard.press("ArrowRight")
-        painted(page)
-        times.append(time.perf_counter() - t0)
-    return times
+    """A live slider (the explorer): each press until both chart components have painted it."""
+    return timed_presses(page, slider_name, presses, pause_ms, lambda: lambda: painted(page))
 
 
 def summary(times: list[float]) -> dict:

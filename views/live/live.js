@@ -374,32 +374,25 @@ function wrapLines(g, str, maxWidth) {
 
 const crisp = (v) => Math.round(v) + 0.5;
 
-function hline(g, x0, x1, y, colour, o = {}) {
+// A straight segment; a thin horizontal or vertical one sits on the pixel grid (crisp).
+function segment(g, x0, y0, x1, y1, colour, o = {}) {
   const { ctx } = g;
+  const thin = (o.width || 1) <= 1;
+  if (thin && y0 === y1) y0 = y1 = crisp(y0);
+  if (thin && x0 === x1) x0 = x1 = crisp(x0);
   ctx.save();
   ctx.strokeStyle = colour;
   ctx.lineWidth = o.width || 1;
   ctx.setLineDash(o.dash || []);
   ctx.beginPath();
-  ctx.moveTo(x0, o.width > 1 ? y : crisp(y));
-  ctx.lineTo(x1, o.width > 1 ? y : crisp(y));
+  ctx.moveTo(x0, y0);
+  ctx.lineTo(x1, y1);
   ctx.stroke();
   ctx.restore();
 }
 
-function vline(g, x, y0, y1, colour, o = {}) {
-  const { ctx } = g;
-  ctx.save();
-  ctx.strokeStyle = colour;
-  ctx.lineWidth = o.width || 1;
-  ctx.setLineDash(o.dash || []);
-  ctx.beginPath();
-  const px = (o.width || 1) > 1 ? x : crisp(x);
-  ctx.moveTo(px, y0);
-  ctx.lineTo(px, y1);
-  ctx.stroke();
-  ctx.restore();
-}
+const hline = (g, x0, x1, y, colour, o) => segment(g, x0, y, x1, y, colour, o);
+const vline = (g, x, y0, y1, colour, o) => segment(g, x, y0, x, y1, colour, o);
 
 // Gridlines, the left and bottom axis lines, tick labels and axis titles of the plot area `box`.
 // o: {xTicks, yTicks: [{v, label}], xLabels (default true), xTitle, yTitle, yLabelWidth}
