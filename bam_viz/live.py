@@ -41,7 +41,7 @@ from bam_viz.explain import PriorDraws, lower_states
 from bam_viz.families.sampling import masked_log_softmax
 from bam_viz.result import log10_density, log10_range, monte_carlo_errors
 
-POSTERIOR_PER_DECADE = 16       # the posterior's log slider: ~15% steps (61 values for shape_k)
+POSTERIOR_PER_DECADE = 12       # the posterior's log slider: ~21% steps (46 values for shape_k, with the trained 3)
 PRIOR_PER_DECADE = 4            # the prior-only log slider: ~78% steps (33 values for beta)
 LINEAR_POINTS = {"posterior": 61, "prior": 31}
 MAP_SAMPLES = 4                 # sampled maps drawn beside the mean and std maps

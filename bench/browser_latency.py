@@ -167,7 +167,7 @@ def painted(page, text_id: str | None = None, complete: bool = False, settled: b
             if (roots.length < 2 || !window.bamviz) return false;
             const seq = String(window.bamviz.seq || 0);
             for (const r of roots) {
-                if (!r.dataset.painted || (r.dataset.seq || '0') !== seq) return false;
+                if (!r.dataset.painted || r.dataset.painted === '0' || (r.dataset.seq || '0') !== seq) return false;
                 if (old !== null && r.dataset.kind === 'summary' && r.dataset.id === old) return false;
                 if (complete && r.dataset.ready !== r.dataset.total) return false;
                 if (settled && (r.dataset.dirty || '0') !== '0') return false;
@@ -219,14 +219,17 @@ def measure_app(browser, app: Path, slider: str, presses: int, query: str = "",
 
 
 def open_explorer(browser, url: str, query: str = EXPLORER_QUERY, complete: bool = True):
-    """A new page on the explorer; returns it with the seconds to the first charts and to all of them."""
+    """A new page on the explorer; returns it with the seconds to the first charts (the headline,
+    sweep and prediction painted) and to all of them (both components, every frame, off-screen
+    charts too)."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     t0 = time.perf_counter()
     page.goto(url + query)
-    painted(page)
+    page.wait_for_function("() => { const r = document.querySelector('.bamviz-root[data-kind=summary]');"
+                           " return r && r.dataset.painted && r.dataset.painted !== '0'; }",
+                           timeout=120_000, polling="raf")
     first = time.perf_counter() - t0
-    if complete:
-        painted(page, complete=True)
+    painted(page, complete=complete, settled=True)
     return page, first, time.perf_counter() - t0
 
 

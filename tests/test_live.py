@@ -46,7 +46,7 @@ def test_nearest_first_covers_everything_once():
     assert sorted(live.nearest_first(61, 37)) == list(range(61))
 
 
-@pytest.mark.parametrize("index", [0, 17, 60])
+@pytest.mark.parametrize("index", [0, 17, -1])
 def test_a_frame_is_explain_at_its_value(model, grid, index):
     k = grid.values[index]
     r = model.explain(TEXT, n_samples=8, seed=3, shape_k=k)
@@ -72,7 +72,7 @@ def test_a_frame_is_explain_at_its_value(model, grid, index):
 
 
 def test_the_kl_table_is_the_layers_kl_at_every_beta(model, grid):
-    for i, j in ((0, 0), (20, 16), (60, 32), (40, 5)):
+    for i, j in ((0, 0), (20, 16), (-1, -1), (40, 5)):
         r = model.explain(TEXT, n_samples=2, seed=0, shape_k=grid.values[i], beta=grid.prior_values[j])
         np.testing.assert_allclose(grid.frames[i].kl[j], r.kl.double().numpy(), rtol=2e-5, atol=1e-3)
 
@@ -105,7 +105,7 @@ def test_the_mean_pass_reads_no_hyperparameter(model):
 
 def test_densities_are_the_results_at_each_value(model, grid):
     post, prior = grid.densities(5, 1, 0, 2)
-    for i, j in ((10, 3), (50, 20)):
+    for i, j in ((10, 3), (40, 20)):
         r = model.explain(TEXT, n_samples=2, seed=0, shape_k=grid.values[i], beta=grid.prior_values[j])
         d = r.key_densities(5, 1, 0, 2)
         for row, curve in ((post[i], d["posterior"]), (prior[j], d["prior"])):
