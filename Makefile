@@ -5,6 +5,7 @@ PYTHON ?= python3.11
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PORT   ?= 8501
+ADDRESS ?= localhost
 
 .PHONY: run test install install-test chromium lint bench clean
 
@@ -32,7 +33,8 @@ chromium:
 	  { $$SUDO apt-get update -q >/dev/null && $$SUDO apt-get install -y -q chromium >/dev/null; }; }
 
 run: install
-	$(VENV)/bin/streamlit run app.py --server.headless true --browser.gatherUsageStats false --server.port $(PORT)
+	$(VENV)/bin/streamlit run app.py --server.headless true --browser.gatherUsageStats false --server.port $(PORT) \
+	  --server.address $(ADDRESS)
 
 test: install-test chromium
 	$(VENV)/bin/ruff check .

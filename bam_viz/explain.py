@@ -17,6 +17,7 @@ import torch
 
 from bam_viz.attention import Mode, Trace
 from bam_viz.families import Hyper
+from bam_viz.inputs import check_n_samples, check_seed, check_text
 from bam_viz.result import ExplainResult
 from bam_viz.task import CLASSES
 
@@ -127,10 +128,8 @@ def explain(model, text: str, n_samples: int = 32, seed: int = 0, hyper: Hyper |
     with `seed` (consumed exactly as `predict` consumes it), the mean-attention pass, the prior,
     KL and the distributions' parameters per layer. `hyper`: the model's hyperparameters with
     any overrides (`model.hyper(...)`); None is the trained values."""
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError("text is empty: type a sentence")
-    if n_samples < 1:
-        raise ValueError("n_samples must be at least 1")
+    check_text(text)
+    n_samples, seed = check_n_samples(n_samples), check_seed(seed)
     hyper = model.hyper() if hyper is None else hyper
     model.eval()
     family = model.attention_family

@@ -39,6 +39,7 @@ import torch
 from bam_viz.attention import Mode, Trace
 from bam_viz.explain import PriorDraws, lower_states
 from bam_viz.families.sampling import masked_log_softmax
+from bam_viz.inputs import check_n_samples, check_seed, check_text
 from bam_viz.result import log10_density, log10_range, monte_carlo_errors
 
 POSTERIOR_PER_DECADE = 12       # the posterior's log slider: ~21% steps (46 values for shape_k, with the trained 3)
@@ -95,6 +96,8 @@ class LiveGrid:
 
     def __init__(self, model, text: str, n_samples: int, seed: int, window: list[int] | None = None,
                  **others: float):
+        check_text(text)
+        n_samples, seed = check_n_samples(n_samples), check_seed(seed)
         self.model, self.text, self.n_samples, self.seed = model, text, n_samples, seed
         self.others = tuple(sorted(others.items()))
         family = model.attention_family

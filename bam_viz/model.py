@@ -16,6 +16,7 @@ from bam_viz.attention import AttentionConfig, Mode, Trace, dropout
 from bam_viz.encoder import Bert, BertConfig, LoRALinear, Tokenizer
 from bam_viz.explain import ExplainCache, explain
 from bam_viz.families import AttentionFamily, Hyper, HyperSpec
+from bam_viz.inputs import check_n_samples, check_seed, check_texts
 from bam_viz.result import ExplainResult
 from bam_viz.task import CLASSES
 
@@ -242,13 +243,6 @@ class BamClassifier(nn.Module):
         return log_marginal, log_pz, log_lik
 
     # ---- public API ---------------------------------------------------------------------------
-    def _check_texts(self, texts):
-        if isinstance(texts, str):
-            raise TypeError("pass a list of texts")
-        for t in texts:
-            if not isinstance(t, str) or not t.strip():
-                raise ValueError("text is empty: type a sentence")
-
     def _batches(self, texts, batch_size):
         for i in range(0, len(texts), batch_size):
             chunk = texts[i : i + batch_size]
@@ -259,7 +253,8 @@ class BamClassifier(nn.Module):
     def predict_samples(self, texts: list[str], n_samples: int = 32, seed: int = 0, batch_size: int = 32,
                         **hyper: float) -> torch.Tensor:
         """(N, S, 2) predictive probabilities, one per attention sample; deterministic models repeat."""
-        self._check_texts(texts)
+        texts = check_texts(texts)
+        n_samples, seed = check_n_samples(n_samples), check_seed(seed)
         resolved = self.hyper(**hyper)
         self.eval()
         g = torch.Generator(device=self.device).manual_seed(seed)
@@ -275,7 +270,7 @@ class BamClassifier(nn.Module):
     @torch.inference_mode()
     def predict_mean_field(self, texts: list[str], batch_size: int = 64, **hyper: float) -> torch.Tensor:
         """(N, 2) f(E[z]): every stochastic layer at its mean attention, dropout off."""
-        self._check_texts(texts)
+        texts = check_texts(texts)
         resolved = self.hyper(**hyper)
         self.eval()
         out = []

@@ -18,6 +18,7 @@ import torch
 from bam_viz import metrics
 from bam_viz.attention import Mode
 from bam_viz.explain import lower_states
+from bam_viz.inputs import check_n_samples, check_seed, check_text
 from bam_viz.task import POSITIVE
 
 
@@ -57,6 +58,8 @@ def sweep(model, text: str, name: str, values: list[float] | None = None, n_samp
     """`model` on `text` at each of `values` of the hyperparameter `name` (default: a coarse grid
     over its slider range), the other hyperparameters at `hyper` or their trained values. Each
     value draws its S samples from a generator seeded with `seed`, exactly as `explain` would."""
+    check_text(text)
+    n_samples, seed = check_n_samples(n_samples), check_seed(seed)
     if n_samples < 2:
         raise ValueError("a sweep needs at least 2 samples for its standard errors")
     family = model.attention_family

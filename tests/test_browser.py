@@ -177,6 +177,23 @@ def test_the_page_asks_nothing_of_the_network(page):
     assert outside == []
 
 
+def test_an_uncaught_error_shows_no_traceback_or_path(page):
+    """With the repository's .streamlit/config.toml (showErrorDetails none), a page that raises shows
+    the user no traceback, no exception text and no server path."""
+    with bl.serve(ROOT / "tests" / "data" / "raising_app.py") as url:
+        view = page.context.browser.new_page()
+        try:
+            view.goto(url)
+            view.get_by_text("before the failure").wait_for(timeout=60_000)
+            view.wait_for_timeout(1000)
+            shown = view.locator("[data-testid=stMain]").inner_text()
+        finally:
+            view.close()
+    assert "before the failure" in shown
+    for secret in ("Traceback", "internal detail", "raising_app.py", str(ROOT)):
+        assert secret not in shown, secret
+
+
 def test_hostile_text_renders_as_text(page):
     submit_text(page, "<script>window.__pwned = 1</script><img src=x onerror='window.__pwned=2'> fine")
     assert page.evaluate("() => window.__pwned") is None

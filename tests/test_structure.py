@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "bam_viz"
 
 # Lowest first. Names are relative to bam_viz; "bam_viz" is the package's facade (__init__).
 LAYERS = [
-    {"task", "kl", "metrics", "device", "families.base", "families.sampling"},
+    {"task", "kl", "metrics", "device", "inputs", "families.base", "families.sampling"},
     {"families.softmax", "families.weibull", "families.lognormal", "families.dirichlet", "families.categorical",
      "data"},
     {"families"},
