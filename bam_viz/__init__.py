@@ -12,8 +12,9 @@ def available_models() -> list[str]:
     return _available()
 
 
-def load(name: str, device: str | None = None):
-    """Load a shipped model by name onto `device` (default: chosen once, see `bam_viz.device`)."""
+def load(name: str | None = None, device: str | None = None, *, path=None):
+    """Load a shipped model by name (or a trained model's folder, `path=`) onto `device` (default:
+    chosen once, see `bam_viz.device`)."""
     from bam_viz.zoo import load as _load
 
-    return _load(name, device=device)
+    return _load(name, device=device, path=path)

@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from bam_viz.model import ModelConfig
-from bam_viz.zoo import RECIPES, SHARED_WEIGHTS
+from bam_viz.zoo import RECIPES, SHARED_WEIGHTS, write_manifest
 
 DEFAULTS = dict(epochs=2, batch_size=32, lr=1e-3, weight_decay=0.01, warmup=0.06, kl_weight=0.01,
                 kl_anneal=0.5, seed=0)
@@ -165,6 +165,7 @@ def train(args) -> Path:
         for name, base in SHARED_WEIGHTS.items():
             if base == args.model:
                 write_shared_card(name, card, Path(args.out))
+    write_manifest(Path(args.out))
     return out
 
 

@@ -2,11 +2,15 @@
 
 Each folder holds `model.safetensors` (only what training changed: adapters, layer norms, prior
 networks, head) and `card.json` (config, hyperparameters, command, split, metrics, sha256 of files).
+`MANIFEST.json` beside the folders holds the sha256 of every card and weights file, so that an
+edited card is refused like edited weights; every card's config is checked field by field
+(`validate_card`) before a model is built from it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import torch
@@ -52,6 +56,108 @@ class CheckpointError(RuntimeError):
     """A checkpoint that is missing, corrupt or does not match its card."""
 
 
+MANIFEST = "MANIFEST.json"
+MAX_POSITIONS = 512                 # MiniLM's position embeddings
+# Every field of a card's config: its type and, for numbers, the range it must lie in.
+CONFIG_FIELDS = {"name": str, "attention": dict, "stochastic_layers": list, "lora_rank": int, "dropout": float,
+                 "mc_dropout": bool, "max_tokens": int, "description": str}
+CONFIG_RANGES = {"lora_rank": (0, 256), "dropout": (0.0, 0.99), "max_tokens": (2, MAX_POSITIONS)}
+
+
+def validate_card(card, name: str) -> ModelConfig:
+    """The model config of `card`, checked field by field: one CheckpointError naming the first bad
+    field (its type, its range, a missing or unknown key), never a KeyError from deep inside."""
+    from bam_viz import families
+    from bam_viz.attention import PRIORS
+    from bam_viz.encoder import BertConfig
+
+    def bad(field: str, why: str):
+        raise CheckpointError(f"the card of {name} is invalid: {field} {why}")
+
+    def number(field: str, value, kind, lo, hi):
+        ok_type = isinstance(value, (int, float)) and not isinstance(value, bool) if kind is float else (
+            isinstance(value, kind) and not (kind is int and isinstance(value, bool)))
+        if not ok_type:
+            bad(field, f"must be {'a number' if kind is float else 'an ' + kind.__name__}, not {value!r}")
+        if not (lo <= value <= hi) or value != value:
+            bad(field, f"must lie in [{lo}, {hi}], not {value!r}")
+
+    if not isinstance(card, dict):
+        bad("(the card)", "is not a JSON object")
+    for key in ("name", "config", "files"):
+        if key not in card:
+            bad(key, "is missing")
+    if card["name"] != name:
+        bad("name", f"is {card['name']!r}, not {name!r}")
+    if not isinstance(card["files"], dict) or not all(
+            isinstance(v, str) and re.fullmatch(r"[0-9a-f]{64}", v) for v in card["files"].values()):
+        bad("files", "must map file names to sha256 hex digests")
+    config = card["config"]
+    if not isinstance(config, dict):
+        bad("config", "is not an object")
+    for key in sorted(set(config) - set(CONFIG_FIELDS)):
+        bad(f"config.{key}", "is not a known field")
+    for key, kind in CONFIG_FIELDS.items():
+        if key not in config:
+            bad(f"config.{key}", "is missing")
+        if key in CONFIG_RANGES:
+            number(f"config.{key}", config[key], kind, *CONFIG_RANGES[key])
+        elif kind is not float and not isinstance(config[key], kind):
+            bad(f"config.{key}", f"must be a {kind.__name__}, not {config[key]!r}")
+    if config["name"] != name:
+        bad("config.name", f"is {config['name']!r}, not {name!r}")
+    n_layers = BertConfig().n_layers
+    layers = config["stochastic_layers"]
+    if not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n_layers for i in layers) \
+            or len(set(layers)) != len(layers):
+        bad("config.stochastic_layers", f"must be distinct layer numbers in [0, {n_layers - 1}], not {layers!r}")
+    attention = config["attention"]
+    family_name = attention.get("family")
+    if family_name not in families.names():
+        bad("config.attention.family", f"must be one of {list(families.names())}, not {family_name!r}")
+    family = families.get(family_name)
+    if attention.get("prior", "contextual") not in PRIORS:
+        bad("config.attention.prior", f"must be one of {list(PRIORS)}, not {attention.get('prior')!r}")
+    number("config.attention.prior_hidden", attention.get("prior_hidden", 16), int, 1, 1024)
+    for key, value in attention.items():
+        if key in ("family", "prior", "prior_hidden"):
+            continue
+        if key not in family.hyper_names:
+            bad(f"config.attention.{key}", f"is not a hyperparameter of {family_name} attention "
+                                            f"(it has: {', '.join(family.hyper_names) or 'none'})")
+        spec = family.spec(key)
+        number(f"config.attention.{key}", value, float, spec.low, spec.high)
+    try:
+        return ModelConfig.from_dict(config)
+    except (ValueError, TypeError, KeyError) as e:
+        bad("config", f"does not make a model: {e}")
+
+
+def write_manifest(root: Path = PRETRAINED) -> Path:
+    """Record the sha256 of every card and weights file below `root` in root/MANIFEST.json."""
+    files = sorted(p for pattern in ("*/card.json", "*/model.safetensors") for p in root.glob(pattern))
+    manifest = {"sha256": {p.relative_to(root).as_posix(): sha256_file(p) for p in files}}
+    path = root / MANIFEST
+    path.write_text(json.dumps(manifest, indent=2) + "\n")
+    return path
+
+
+def _check_manifest(root: Path, card_path: Path) -> None:
+    path = root / MANIFEST
+    if not path.exists():
+        raise CheckpointError(f"{path} is missing: it records the sha256 of every card "
+                              "(python -m bam_viz train writes it)")
+    try:
+        recorded = json.loads(path.read_text())["sha256"]
+    except (json.JSONDecodeError, KeyError, TypeError) as e:
+        raise CheckpointError(f"{path} cannot be read: {e}") from e
+    key = card_path.relative_to(root).as_posix()
+    if key not in recorded:
+        raise CheckpointError(f"{path} has no entry for {key}")
+    if recorded[key] != sha256_file(card_path):
+        raise CheckpointError(f"{card_path} was changed: its sha256 is not the one in {path}")
+
+
 def available_models() -> list[str]:
     return [n for n in RECIPES if (PRETRAINED / n / "card.json").exists()]
 
@@ -70,16 +176,28 @@ def read_card(name: str, root: Path = PRETRAINED) -> dict:
         raise CheckpointError(f"{path} is not valid JSON: {e}") from e
 
 
-def load(name: str, device: str | torch.device | None = None, root: Path = PRETRAINED) -> BamClassifier:
-    """A shipped model, checked against its card's sha256 before its tensors are read."""
+def load(name: str | None = None, device: str | torch.device | None = None, root: Path = PRETRAINED, *,
+         path: str | Path | None = None) -> BamClassifier:
+    """A model of the zoo by `name` (from `root`, the shipped models by default), or the model
+    folder at `path` (named like a zoo model, e.g. runs/k3/bam-wc, with MANIFEST.json beside it).
+    Its card is checked against the manifest and field by field, and its weights against the card's
+    sha256, before any tensor is read."""
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
     from bam_viz.device import choose_device, tune_allocator
 
+    if path is not None:
+        folder = Path(path)
+        root, name = folder.parent, folder.name
+    if not isinstance(name, str) or name not in RECIPES:
+        raise CheckpointError(f"no model called {name!r}: a model is one of {list(RECIPES)}, "
+                              "or a folder given as path=")
     tune_allocator()
 
     card = read_card(name, root)
+    _check_manifest(root, root / name / "card.json")
+    config = validate_card(card, name)
     file = weights_path(name, root)
     if not file.exists():
         raise CheckpointError(f"{file} is missing")
@@ -93,7 +211,7 @@ def load(name: str, device: str | torch.device | None = None, root: Path = PRETR
         state = load_file(str(file))
     except (SafetensorError, OSError, ValueError) as e:
         raise CheckpointError(f"{file} cannot be read as safetensors: {e}") from e
-    model = BamClassifier(ModelConfig.from_dict(card["config"]))
+    model = BamClassifier(config)
     missing, unexpected = model.load_state_dict(state, strict=False)
     trainable = set(model.trainable_state_dict())
     if unexpected or trainable - set(state):
@@ -119,3 +237,4 @@ def update_card_metrics(name: str, result: dict, root: Path = PRETRAINED) -> Non
     entry.update(n_samples=result.get("n_samples"), seed=result.get("seed"), n_clear=result.get("n_clear"))
     card.setdefault("metrics", {})[key] = entry
     path.write_text(json.dumps(card, indent=2) + "\n")
+    write_manifest(root)

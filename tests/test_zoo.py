@@ -10,7 +10,16 @@ import torch
 import bam_viz
 from bam_viz.data import load_split, split_fingerprint
 from bam_viz.encoder import sha256_file
-from bam_viz.zoo import PRETRAINED, RECIPES, SHARED_WEIGHTS, CheckpointError, load, weights_path
+from bam_viz.zoo import (
+    MANIFEST,
+    PRETRAINED,
+    RECIPES,
+    SHARED_WEIGHTS,
+    CheckpointError,
+    load,
+    weights_path,
+    write_manifest,
+)
 
 NAMES = list(RECIPES)
 
@@ -73,6 +82,7 @@ def _copy_zoo(tmp_path, name):
     root = tmp_path / "pretrained"
     for n in {name, "softmax"}:
         shutil.copytree(PRETRAINED / n, root / n)
+    shutil.copy(PRETRAINED / MANIFEST, root / MANIFEST)
     return root
 
 
@@ -93,6 +103,9 @@ def test_a_truncated_file_with_a_matching_card_is_refused(tmp_path):
     card = json.loads((root / "bam-lc" / "card.json").read_text())
     card["files"]["model.safetensors"] = sha256_file(f)   # someone "fixed" the hash
     (root / "bam-lc" / "card.json").write_text(json.dumps(card))
+    with pytest.raises(CheckpointError, match="card.json was changed"):      # the manifest says so
+        load("bam-lc", root=root)
+    write_manifest(root)                                  # and "fixed" the manifest too
     with pytest.raises(CheckpointError, match="safetensors"):
         load("bam-lc", root=root)
 
@@ -104,3 +117,65 @@ def test_a_broken_card_or_missing_model_is_refused(tmp_path):
         load("dirichlet", root=root)
     with pytest.raises(CheckpointError, match="no model called"):
         load("nonexistent", root=root)
+
+
+def test_the_manifest_covers_every_shipped_file():
+    recorded = json.loads((PRETRAINED / MANIFEST).read_text())["sha256"]
+    files = sorted(p.relative_to(PRETRAINED).as_posix() for pattern in ("*/card.json", "*/model.safetensors")
+                   for p in PRETRAINED.glob(pattern))
+    assert sorted(recorded) == files
+    assert all(recorded[f] == sha256_file(PRETRAINED / f) for f in files)
+
+
+def _edit_card(tmp_path, name, edit):
+    root = _copy_zoo(tmp_path, name)
+    path = root / name / "card.json"
+    card = json.loads(path.read_text())
+    edit(card)
+    path.write_text(json.dumps(card))
+    return root
+
+
+def test_an_edited_card_is_refused_like_edited_weights(tmp_path):
+    root = _edit_card(tmp_path, "bam-wc", lambda c: c["config"]["attention"].update(shape_k=2.5))
+    with pytest.raises(CheckpointError, match="card.json was changed"):
+        load("bam-wc", root=root)
+    (root / MANIFEST).unlink()
+    with pytest.raises(CheckpointError, match="MANIFEST.json is missing"):
+        load("bam-wc", root=root)
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda c: c["config"]["attention"].update(shape_k=-5), "config.attention.shape_k must lie in"),
+    (lambda c: c["config"]["attention"].update(shape_k="3"), "config.attention.shape_k must be a number"),
+    (lambda c: c["config"].update(max_tokens=10**9), "config.max_tokens must lie in [2, 512]"),
+    (lambda c: c["config"].update(max_tokens=128.5), "config.max_tokens must be an int"),
+    (lambda c: c["config"].pop("lora_rank"), "config.lora_rank is missing"),
+    (lambda c: c["config"].update(surprise=1), "config.surprise is not a known field"),
+    (lambda c: c["config"].update(stochastic_layers=[3, 9]), "config.stochastic_layers must be distinct"),
+    (lambda c: c["config"]["attention"].update(family="gaussian"), "config.attention.family must be one of"),
+    (lambda c: c["config"]["attention"].update(bogus=1.0), "config.attention.bogus is not a hyperparameter"),
+    (lambda c: c["config"].update(dropout=float("nan")), "config.dropout must lie in"),
+    (lambda c: c.pop("files"), "files is missing"),
+    (lambda c: c.update(name="softmax"), "name is 'softmax', not 'bam-wc'"),
+])
+def test_a_bad_card_field_is_named(tmp_path, edit, field):
+    """The card's config is checked field by field: one CheckpointError naming the field, never a
+    KeyError, TypeError or IndexError from building the model."""
+    root = _edit_card(tmp_path, "bam-wc", edit)
+    write_manifest(root)                                  # a consistent manifest: the schema must catch it
+    with pytest.raises(CheckpointError) as caught:
+        load("bam-wc", root=root)
+    assert field in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["../pretrained/bam-wc", str(PRETRAINED / "bam-wc"), "BAM-WC", "", None])
+def test_only_zoo_names_are_names(name):
+    with pytest.raises(CheckpointError, match="no model called"):
+        bam_viz.load(name)
+
+
+def test_a_folder_is_loaded_by_path(tmp_path):
+    root = _copy_zoo(tmp_path, "bam-wc")
+    model = bam_viz.load(path=root / "bam-wc")
+    assert model.name == "bam-wc" and model.trained_hyper["shape_k"] == 3.0
