@@ -477,3 +477,32 @@ def test_presentation_mode_is_in_the_url_and_folds_the_prose():
     assert "presentation" not in at.query_params and not payload(at)[0]["presentation"]
     for junk in ("maybe", ""):
         assert ok(new_app(model="bam-wc", presentation=junk).run()).toggle(key="presentation").value is False
+
+
+@pytest.mark.parametrize("damage", ["missing", "a folder"])
+def test_a_broken_corpus_turns_random_review_off_with_a_reason(tmp_path, monkeypatch, damage):
+    """BAM_VIZ_DATA points at a copy of the corpora without the movie texts (or with a folder in
+    their place): "Random review" says why and turns itself off; the page and its charts go on."""
+    import shutil
+
+    from bam_viz.data import data_dir
+
+    broken = tmp_path / "corpora"
+    shutil.copytree(data_dir(), broken)
+    target = broken / "movieReviewSnippets_GroundTruth.txt"
+    target.unlink()
+    if damage == "a folder":
+        target.mkdir()
+    monkeypatch.setenv("BAM_VIZ_DATA", str(broken))
+    state.test_sentences.clear()
+    try:
+        at = ok(new_app(model="softmax").run())
+        at.button(key="random_sentence").click()
+        ok(at.run())
+        assert at.button(key="random_sentence").disabled
+        said = " ".join(c.value for c in at.caption)
+        assert "“Random review” is off: the movies corpus cannot be read" in said
+        assert "movieReviewSnippets_GroundTruth.txt" in said and str(tmp_path) not in said
+        assert_finite_view(at)
+    finally:
+        state.test_sentences.clear()

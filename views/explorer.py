@@ -43,7 +43,11 @@ def _set(key: str, value) -> None:
 
 
 def _random_sentence() -> None:
-    sentences = state.test_sentences()
+    try:
+        sentences = state.test_sentences()
+    except Exception as err:     # a broken corpus folder: this button stops, the page goes on
+        ss["_corpus_problem"] = state.corpus_problem(err)
+        return
     if sentences:
         ss["text"] = _rng.choice(sentences)
 
@@ -78,8 +82,12 @@ def sentence_controls(corpus: bool) -> None:
             st.button(label, key=f"example_{label}", on_click=_set, args=("text", sentence),
                       help=state.EXAMPLE_HELP[label])
         if corpus:
+            problem = ss.get("_corpus_problem")
             st.button("Random review", key="random_sentence", on_click=_random_sentence,
-                      icon=":material/casino:", help="A random review from the movies test split")
+                      icon=":material/casino:", disabled=problem is not None,
+                      help=problem or "A random review from the movies test split")
+    if corpus and ss.get("_corpus_problem"):
+        st.caption(f"“Random review” is off: {ss['_corpus_problem']}")
 
 
 def presentation_toggle() -> None:

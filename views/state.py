@@ -107,6 +107,15 @@ def inside_bytes(grid, post: int, prior: int, layer: int, head: int, query: int,
         grid, post, prior, layer, head, query, key, extra), keep=1)
 
 
+def corpus_problem(err: Exception) -> str:
+    """One line for a user on why the corpus cannot be read: the file's name, never a server path."""
+    name = Path(getattr(err, "filename", "") or "").name
+    what = {FileNotFoundError: "a file is missing", IsADirectoryError: "a folder stands where a file should",
+            PermissionError: "a file cannot be opened"}.get(type(err), "a file cannot be read")
+    return (f"the movies corpus cannot be read ({what}{': ' + name if name else ''}). "
+            "Check the folder in BAM_VIZ_DATA.")
+
+
 @st.cache_resource(show_spinner=False)
 def test_sentences() -> list[str]:
     from bam_viz.data import load_split
