@@ -17,7 +17,7 @@ import torch
 
 from bam_viz.attention import Mode, Trace
 from bam_viz.families import Hyper
-from bam_viz.inputs import check_n_samples, check_seed, check_text
+from bam_viz.inputs import check_attention_budget, check_n_samples, check_seed, check_text
 from bam_viz.result import ExplainResult
 from bam_viz.task import CLASSES
 
@@ -135,6 +135,7 @@ def explain(model, text: str, n_samples: int = 32, seed: int = 0, hyper: Hyper |
     family = model.attention_family
     stochastic_layers = model.config.stochastic_layers
     lower = lower_states(model, text)
+    check_attention_budget(n_samples, model.n_layers, model.n_heads, len(lower.tokens))
     tokens, truncated, mask, x, lower_traces = lower.tokens, lower.truncated, lower.mask, lower.x, lower.traces
     S = n_samples
     # The S-sample pass (most of explain's time) does not read the prior's hyperparameters, so

@@ -7,6 +7,8 @@ from __future__ import annotations
 import numbers
 
 MAX_SEED = 2**63 - 1             # torch.Generator.manual_seed takes a signed 64-bit integer
+BUDGET_ENV = "BAM_VIZ_MAX_ATTENTION_MB"
+DEFAULT_BUDGET_MB = 1024         # explain() at 128 tokens: up to 216 samples (the explorer asks at most 64)
 
 
 def check_text(text, name: str = "text") -> str:
@@ -55,3 +57,22 @@ def check_seed(seed) -> int:
     if not 0 <= s <= MAX_SEED:
         raise ValueError(f"seed must be between 0 and 2**63 - 1, got {s}")
     return s
+
+
+def check_attention_budget(n_samples: int, layers: int, heads: int, tokens: int) -> None:
+    """Refuse, before anything is allocated, an explain() whose sampled attention weights (float32,
+    S x L x H x T x T) would pass the budget ($BAM_VIZ_MAX_ATTENTION_MB, default 1024), saying how
+    many samples fit at this length."""
+    import os
+
+    try:
+        budget_mb = float(os.environ.get(BUDGET_ENV, DEFAULT_BUDGET_MB))
+    except ValueError:
+        raise ValueError(f"${BUDGET_ENV} must be a number of megabytes, not {os.environ[BUDGET_ENV]!r}") from None
+    per_sample = 4 * layers * heads * tokens * tokens
+    if n_samples * per_sample > budget_mb * 2**20:
+        fit = int(budget_mb * 2**20 // per_sample)
+        raise ValueError(
+            f"n_samples={n_samples} at {tokens} tokens would hold {n_samples * per_sample / 2**30:.1f} GB of "
+            f"attention weights, over the {budget_mb:g} MB budget (${BUDGET_ENV}): at most {fit} samples "
+            "fit at this length; use fewer samples or a shorter text")

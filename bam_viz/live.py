@@ -127,7 +127,11 @@ class LiveGrid:
         self.touched = time.monotonic()
         self.started = False
         self._mean_pass(lower)
-        self.result = None          # the explain() result of the first frame made (notes, layers)
+        # From the first frame made: the posterior's and the prior's mean weights, (L, H, T, T) each,
+        # which no hyperparameter moves. Not the whole explain() result: its S sampled maps of every
+        # layer and head would stay alive with the grid (hundreds of MB at 128 tokens, 64 samples).
+        self.mean_weights: torch.Tensor | None = None
+        self.prior_weights: torch.Tensor | None = None
 
     # ---- the one mean-attention pass -------------------------------------------------------------
     @torch.inference_mode()
@@ -194,8 +198,8 @@ class LiveGrid:
         made = Frame(stats=stats, p_samples=r.sample_probs[:, pos].double().numpy(),
                      spread=r.spread.double().numpy(), kl=self.kl_table(i), maps=maps)
         with self._lock:
-            if self.result is None:
-                self.result = r
+            if self.mean_weights is None:
+                self.mean_weights, self.prior_weights = r.mean_weights.clone(), r.prior_weights.clone()
             self.frames[i] = made
         return made
 
@@ -256,9 +260,8 @@ class LiveGrid:
     def posterior_row(self, i: int, layer: int, head: int, query: int) -> np.ndarray:
         """(3, W) the posterior mean weights of `query` over the window's keys, and their 5% and 95%
         quantiles over the samples."""
-        r, frame = self.result, self.frames[i]
-        w = self.window
-        mean = r.mean_weights[layer, head, query][w].double().numpy()
+        frame, w = self.frames[i], self.window
+        mean = self.mean_weights[layer, head, query][w].double().numpy()
         if frame is None or layer not in frame.maps:
             return np.stack([mean, mean, mean])
         row = w.index(query) if query in w else 0
@@ -271,8 +274,8 @@ class LiveGrid:
         return self.memo("prior_rows", (layer, head, query), lambda: self._prior_rows(layer, head, query))
 
     def _prior_rows(self, layer: int, head: int, query: int) -> np.ndarray:
-        r, w = self.result, self.window
-        mean = r.prior_weights[layer, head, query][w].double().numpy()
+        w = self.window
+        mean = self.prior_weights[layer, head, query][w].double().numpy()
         out = np.tile(np.stack([mean, mean, mean]), (len(self.prior_values), 1, 1))
         if layer not in self.scored or not self.family.learned_prior or self.n_samples < 2:
             return out
@@ -511,8 +514,7 @@ def inside_payload(grid: LiveGrid, current: int, prior_current: int, layer: int,
     L, H = grid.model.n_layers, grid.model.n_heads
     W = len(grid.window)
     k = min(MAP_SAMPLES, grid.n_samples)
-    r = grid.result
-    mean_map = r.mean_weights[layer, head][grid.window][:, grid.window].numpy()
+    mean_map = grid.mean_weights[layer, head][grid.window][:, grid.window].numpy()
     maps = np.zeros((G, 2 + k, W, W), dtype=np.float16)
     maps[:, 0] = mean_map
     spread = np.full((G, L, H), np.nan)

@@ -75,3 +75,24 @@ def test_good_values_pass_unchanged():
     assert inputs.check_text("héllo 😍") == "héllo 😍"
     with pytest.raises(ValueError, match="at most 64"):
         inputs.check_n_samples(65, upper=64)
+
+
+def test_an_explain_too_large_is_refused_before_it_allocates(monkeypatch):
+    """n_samples=1000 at 128 tokens would hold 4.4 GiB of attention weights: refused at once, with
+    how many samples fit; a smaller budget set in the environment is obeyed."""
+    import time
+
+    m = bam_viz.load("bam-wc")
+    long_text = " ".join(["good"] * 200)                                # cut to 128 tokens
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"n_samples=1000 at 128 tokens would hold 4.4 GB .* at most 227 samples"):
+        m.explain(long_text, n_samples=1000)
+    assert time.perf_counter() - t0 < 5                                   # refused, not computed
+    monkeypatch.setenv(inputs.BUDGET_ENV, "0.1")                       # 64 samples at 6 tokens: 0.6 MB
+    with pytest.raises(ValueError, match="over the 0.1 MB budget"):
+        m.explain("A fine film.", n_samples=64)
+    monkeypatch.setenv(inputs.BUDGET_ENV, "lots")
+    with pytest.raises(ValueError, match="must be a number of megabytes"):
+        m.explain("A fine film.", n_samples=2)
+    monkeypatch.delenv(inputs.BUDGET_ENV)
+    assert m.explain(long_text, n_samples=64).n_samples == 64            # the explorer's largest request
