@@ -199,6 +199,19 @@ def run_evaluate(args: argparse.Namespace) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run a subcommand; a missing or broken corpus file, model or folder is one line on stderr and
+    exit status 2, never a traceback."""
+    from bam_viz.data import CorpusError
+    from bam_viz.zoo import CheckpointError
+
+    try:
+        return _run(argv)
+    except (CorpusError, CheckpointError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+def _run(argv: list[str] | None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)

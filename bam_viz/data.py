@@ -135,6 +135,15 @@ class Snippet:
     split: str
 
 
+class CorpusError(ValueError):
+    """A corpus file that is missing, not a file, unreadable or empty: the message names the file
+    (`filename`) and says what is wrong (`reason`)."""
+
+    def __init__(self, path: Path, reason: str):
+        super().__init__(f"corpus file {path}: {reason}")
+        self.filename, self.reason = str(path), reason
+
+
 @dataclass(frozen=True)
 class CorpusLoad:
     name: str
@@ -145,7 +154,14 @@ class CorpusLoad:
 
 def _read_lines(path: Path, problems: list[str]) -> list[tuple[int, str]]:
     """Non-blank lines of `path` as (1-based line number, text), every quirk reported."""
-    raw = path.read_bytes()
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise CorpusError(path, "a file is missing") from None
+    except IsADirectoryError:
+        raise CorpusError(path, "a folder stands where a file should") from None
+    except OSError as err:
+        raise CorpusError(path, f"a file cannot be read ({err.strerror or type(err).__name__})") from None
     if raw.startswith(_BOM):
         raw = raw[len(_BOM) :]
         problems.append(f"{path.name}: UTF-8 byte-order mark at the start (removed)")
@@ -184,6 +200,8 @@ def _parse_rows(path: Path, problems: list[str], parse) -> dict:
             problems.append(f"{path.name}:{number}: duplicate id {id_!r} skipped")
             continue
         rows[id_] = value
+    if not rows:
+        raise CorpusError(path, "a file has no readable rows")
     return rows
 
 

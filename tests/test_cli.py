@@ -165,3 +165,37 @@ def test_cli_temperature_tempers_every_sample_and_dev_fits_it(corpus_dir: Path, 
     assert fitted["temperature"]["fitted_on"].startswith("movies dev") and 0.05 < fitted["temperature"]["T"] < 20
     with pytest.raises(SystemExit, match="temperature"):
         cli.run_evaluate(_cli(*base, "--temperature", "warm"))
+
+
+@pytest.mark.parametrize("damage, says", [
+    ("missing", "a file is missing"),
+    ("a folder", "a folder stands where a file should"),
+    ("empty", "a file has no readable rows"),
+])
+def test_a_broken_corpus_is_one_line_and_status_2(corpus_dir: Path, tmp_path, monkeypatch, capsys, damage, says):
+    """evaluate on a corpora folder with the movie texts missing, replaced by a folder, or empty:
+    one line on stderr naming the file, exit status 2, no traceback (it was a raw
+    FileNotFoundError, IsADirectoryError, or a ZeroDivisionError in metrics.ece)."""
+    import shutil
+
+    broken = tmp_path / "corpora"
+    shutil.copytree(corpus_dir, broken)
+    target = broken / "movieReviewSnippets_GroundTruth.txt"
+    if damage == "empty":
+        target.write_text("")
+    else:
+        target.unlink()
+        if damage == "a folder":
+            target.mkdir()
+    status = cli.main(["evaluate", "--model", "vader", "--corpus", "movies", "--split", "test",
+                       "--data", str(broken)])
+    err = capsys.readouterr().err.strip()
+    assert status == 2 and "\n" not in err and "Traceback" not in err
+    assert err.startswith("error: corpus file ") and "movieReviewSnippets_GroundTruth.txt" in err and says in err
+
+
+def test_a_missing_corpora_folder_or_model_is_one_line(tmp_path, capsys):
+    assert cli.main(["evaluate", "--model", "vader", "--data", str(tmp_path / "nowhere")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert cli.main(["examples", "--model", "../pretrained/bam-wc"]) == 2
+    assert "no model called" in capsys.readouterr().err

@@ -110,8 +110,9 @@ def inside_bytes(grid, post: int, prior: int, layer: int, head: int, query: int,
 def corpus_problem(err: Exception) -> str:
     """One line for a user on why the corpus cannot be read: the file's name, never a server path."""
     name = Path(getattr(err, "filename", "") or "").name
-    what = {FileNotFoundError: "a file is missing", IsADirectoryError: "a folder stands where a file should",
-            PermissionError: "a file cannot be opened"}.get(type(err), "a file cannot be read")
+    what = getattr(err, "reason", None) or {
+        FileNotFoundError: "a file is missing", IsADirectoryError: "a folder stands where a file should",
+        PermissionError: "a file cannot be opened"}.get(type(err), "a file cannot be read")
     return (f"the movies corpus cannot be read ({what}{': ' + name if name else ''}). "
             "Check the folder in BAM_VIZ_DATA.")
 
