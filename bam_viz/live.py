@@ -403,33 +403,13 @@ NICE = 10                        # background work's niceness: what a user waits
 
 def lower_priority() -> None:
     """Lower the calling thread's CPU priority (Linux schedules threads one by one; elsewhere a no-op):
-    frames made in the background, or captions written for a released slider, never take a core
-    from a request or, on a machine that also runs the browser, from the page redrawing itself."""
+    frames made in the background yield a core to a request being answered."""
     import os
 
     try:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
     except (AttributeError, OSError, PermissionError):
         pass
-
-
-def run_niced(fn, *args):
-    """fn(*args) in a thread of lowered priority (`lower_priority`), waited for; its value or its error."""
-    out: dict = {}
-
-    def run():
-        lower_priority()
-        try:
-            out["value"] = fn(*args)
-        except BaseException as err:      # re-raised in the caller's thread
-            out["error"] = err
-
-    t = threading.Thread(target=run, name="bam-viz-niced")
-    t.start()
-    t.join()
-    if "error" in out:
-        raise out["error"]
-    return out["value"]
 
 
 def wait_idle(timeout: float = 120.0) -> bool:

@@ -84,7 +84,7 @@ def sentence_controls(corpus: bool) -> None:
         if corpus:
             problem = ss.get("_corpus_problem")
             st.button("Random review", key="random_sentence", on_click=_random_sentence,
-                      icon=":material/casino:", disabled=problem is not None,
+                      icon="🎲", disabled=problem is not None,
                       help=problem or "A random review from the movies test split")
     if corpus and ss.get("_corpus_problem"):
         st.caption(f"“Random review” is off: {ss['_corpus_problem']}")
@@ -169,20 +169,25 @@ def sampling_controls(model) -> None:
 
 
 # ---- panels: drawn in the browser from every slider value at once --------------------------------
-def captions(result, grid, layer: int, head: int, query: int, key: int, relative: bool, shown) -> dict:
-    """Each panel's prose, written for the server's current values (the page marks it as such while
-    a slider is elsewhere); in presentation mode the browser folds it under "What this shows"."""
+def summary_captions(result, grid) -> dict:
+    """The prose of the prediction and the sweep, written for the server's current values (the page
+    marks it as such while a slider is elsewhere); in presentation mode the browser folds it under
+    "What this shows"."""
     out = {"prediction": charts.prediction_caption(result)}
     if grid.posterior_spec is not None and grid.n_samples >= 2:
         current = result.hyper.get(grid.posterior_spec.name)
         out["sweep"] = charts.sweep_caption(live.sweep_of(grid), current=current)
-    if layer is not None:
-        out |= {
-            "bars": charts.prior_posterior_caption(result, layer, head, query, shown=shown),
-            "density": charts.key_density_caption(result, layer, head, query, key),
-            "maps": charts.sampled_maps_caption(result, layer, head, relative=relative, shown=shown),
-            "grids": charts.layer_head_caption(result, relative=relative),
-        }
+    return {k: plain(v) for k, v in out.items()}
+
+
+def inside_captions(result, layer: int, head: int, query: int, key: int, relative: bool, shown) -> dict:
+    """The prose of the panels inside the attention, as `summary_captions` is for the summary's."""
+    out = {
+        "bars": charts.prior_posterior_caption(result, layer, head, query, shown=shown),
+        "density": charts.key_density_caption(result, layer, head, query, key),
+        "maps": charts.sampled_maps_caption(result, layer, head, relative=relative, shown=shown),
+        "grids": charts.layer_head_caption(result, relative=relative),
+    }
     return {k: plain(v) for k, v in out.items()}
 
 
@@ -204,7 +209,7 @@ def _indices(grid, hyper: dict) -> tuple[int, int]:
 def summary_panel(grid, result, hyper: dict) -> None:
     """Headline estimates with their errors, the sweep over the posterior slider, the prediction."""
     post, prior = _indices(grid, hyper)
-    extra = {"captions": captions(result, grid, None, 0, 0, 0, False, None), "captions_at": [post, prior],
+    extra = {"captions": summary_captions(result, grid), "captions_at": [post, prior],
              "presentation": bool(ss.get("presentation")), "positive_label": "positive"}
     components.charts(live.summary_payload(grid, post, extra), components.SUMMARY_KEY)
 
@@ -281,7 +286,7 @@ def inspection(result, model, grid, hyper: dict) -> None:
                            "and maps.")
     extra = {"density_message": density_message, "kl_message": facts.no_prior(),
              "density_label": f"log10 {model.attention_family.density_variable}"}
-    meta = {"captions": captions(result, grid, layer, head, query, key, relative, shown),
+    meta = {"captions": inside_captions(result, layer, head, query, key, relative, shown),
             "captions_at": [post, prior], "current": [post, prior], "presentation": bool(ss.get("presentation")),
             "relative": bool(relative)}
     payload = state.inside_bytes(grid, post, prior, layer, head, query, key, extra)

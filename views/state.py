@@ -74,12 +74,11 @@ def _one_torch_thread() -> None:
 def get_result(_model, name: str, text: str, hyper: tuple[tuple[str, float], ...], n_samples: int,
                seed: int):
     """`explain()` once per (model, text, hyperparameters, n_samples, seed); `_model` is unhashed.
-    The charts come from the slider grid: this result writes the captions and the downloads, so it
-    runs at a lowered priority (`bam_viz.live.run_niced`), behind anything a user is waiting for.
+    The charts come from the slider grid: this result writes the captions and the downloads.
 
     Every session shares the returned object: nothing may modify it.
     """
-    return bam_viz.live.run_niced(lambda: _model.explain(text, n_samples=n_samples, seed=seed, **dict(hyper)))
+    return _model.explain(text, n_samples=n_samples, seed=seed, **dict(hyper))
 
 
 # The sliders the browser moves by itself: every family slider (the rest of a model's hyperparameters

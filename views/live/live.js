@@ -18,20 +18,6 @@ if (!Number.isFinite(BUS.seq)) BUS.seq = 0;
 const CHANGE = "bamviz:change";
 const FLUSH_MS = 250;            // off-screen charts are brought up to date this long after a move
 
-// The released slider values, in the page's URL at once, written as the server writes them
-// (Python's "{:.6g}"): a link copied now reproduces the view, before the server's rerun sets the
-// same values in st.query_params, and that rerun starts from this query string.
-function shareInUrl(hyper) {
-  try {
-    const url = new URL(window.location.href);
-    for (const [name, v] of Object.entries(hyper)) {
-      if (Number.isFinite(v)) url.searchParams.set(name, String(Number(v.toPrecision(6))));
-    }
-    window.history.replaceState(window.history.state, "", url.toString());
-  } catch (err) {
-    console.warn("bamviz: could not update the URL", err);
-  }
-}
 const DEBOUNCE_MS = 400;
 const LN2 = Math.LN2;
 const COLOURS = {
@@ -1051,7 +1037,6 @@ class SlidersView extends View {
         const v = BUS.values[s.name];
         hyper[s.name] = finite(v) ? v : s.current;
       }
-      shareInUrl(hyper);                   // first: the rerun this starts carries the new query string
       try { this.args.setStateValue("hyper", hyper); } catch (err) { console.warn("bamviz: could not send", err); }
     }, DEBOUNCE_MS);
   }
