@@ -84,7 +84,7 @@ def sentence_controls(corpus: bool) -> None:
         if corpus:
             problem = ss.get("_corpus_problem")
             st.button("Random review", key="random_sentence", on_click=_random_sentence,
-                      icon="🎲", disabled=problem is not None,
+                      disabled=problem is not None,
                       help=problem or "A random review from the movies test split")
     if corpus and ss.get("_corpus_problem"):
         st.caption(f"“Random review” is off: {ss['_corpus_problem']}")
