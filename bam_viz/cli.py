@@ -3,8 +3,9 @@
 Each subcommand's run function takes the parsed options: `train.train`, `run_evaluate` (here),
 `report.run_report` and `bench.run_bench`; `examples` calls `examples.build` and `examples.write`.
 `run_evaluate` lives here because what it adds to `evaluate.evaluate` is command-line business:
-building a predictor from the options (a model or VADER, inference hyperparameters, a temperature),
-printing summaries and writing JSON files.
+checking the corpora (problem lines stop the run unless --lenient), building a predictor from the
+options (a model or VADER, inference hyperparameters, a temperature), printing summaries and writing
+JSON files.
 Modules that pull in torch are imported inside the functions that need them.
 """
 
@@ -17,8 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bam_viz.data import CORPORA, SPLITS
-from bam_viz.evaluate import IN_DOMAIN, evaluate, summary, temperature_from_dev
+from bam_viz.data import CORPORA, SPLITS, CorpusProblems, load_corpus
+from bam_viz.evaluate import IN_DOMAIN, corpus_files, evaluate, summary, temperature_from_dev
 from bam_viz.predictors import (
     MemoPredictor,
     ModelPredictor,
@@ -75,6 +76,9 @@ def add_evaluate_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--no-references", dest="references", action="store_false",
                    help="score only the chosen split (no ambiguous pool, no movie test reference): "
                         "for sweeps on dev that must never predict a test sentence")
+    p.add_argument("--lenient", action="store_true",
+                   help="evaluate even if a corpus file has problem lines (skipped rows, non-UTF-8 lines, "
+                        "duplicate or unpaired ids): they are counted on stderr and in the JSON")
     p.add_argument("--root", default=None,
                    help="folder holding <model>/card.json (default: the shipped pretrained/)")
     p.add_argument("--hyper", action="append", default=[], metavar="NAME=VALUE",
@@ -155,14 +159,32 @@ def _predictor(args: argparse.Namespace) -> Predictor:
     return ModelPredictor(model, **hyper)
 
 
+def check_corpora(corpora: list[str], data: str | Path | None, lenient: bool) -> None:
+    """Read every corpus a run needs before any model loads. A problem line stops the run with the
+    count and the first few; with `lenient`, the same line is a warning on stderr and the run goes on."""
+    for corpus in dict.fromkeys(corpora):
+        load = load_corpus(corpus, data, strict=False)
+        if not load.problems:
+            continue
+        if not lenient:
+            raise CorpusProblems(load, advice="use --lenient to evaluate anyway")
+        print(f"warning: {CorpusProblems(load)}; evaluating anyway (--lenient)", file=sys.stderr)
+
+
 def run_evaluate(args: argparse.Namespace) -> list[dict]:
     """Run `evaluate` from parsed CLI options, print the summaries, and optionally write JSON."""
-    predictor = _predictor(args)
+    parse_assignments(getattr(args, "hyper", []))  # a malformed option fails before anything is read
+    lenient, references = getattr(args, "lenient", False), getattr(args, "references", True)
     temperature, fitted_on = getattr(args, "temperature", None), None
+    corpora = [IN_DOMAIN, *sorted(c for c in CORPORA if c != IN_DOMAIN)] if args.corpus == "all" else [args.corpus]
+    if args.json and len(corpora) > 1 and "{corpus}" not in args.json:
+        raise SystemExit("--corpus all needs {corpus} in the --json file name")
+    check_corpora([*corpora, *([IN_DOMAIN] if references or temperature == "dev" else [])], args.data, lenient)
+    predictor = _predictor(args)
     if temperature is not None:
         if temperature == "dev":
             temperature, n_dev = temperature_from_dev(predictor, args.samples, args.seed, args.data,
-                                                      getattr(args, "batch_size", 64))
+                                                      getattr(args, "batch_size", 64), lenient)
             fitted_on = f"movies dev, {n_dev} clear sentences, NLL of the mc predictive"
             print(f"temperature fitted on movies dev: T = {temperature:.4f}")
         else:
@@ -172,9 +194,6 @@ def run_evaluate(args: argparse.Namespace) -> list[dict]:
                 raise SystemExit(f"--temperature takes a number or 'dev', got {temperature!r}") from None
         predictor = TemperedPredictor(predictor, temperature)
     predictor = MemoPredictor(predictor)
-    corpora = [IN_DOMAIN, *sorted(c for c in CORPORA if c != IN_DOMAIN)] if args.corpus == "all" else [args.corpus]
-    if args.json and len(corpora) > 1 and "{corpus}" not in args.json:
-        raise SystemExit("--corpus all needs {corpus} in the --json file name")
     all_results = []
     for corpus in corpora:
         results = evaluate(
@@ -185,10 +204,15 @@ def run_evaluate(args: argparse.Namespace) -> list[dict]:
             seed=args.seed,
             data=args.data,
             batch_size=getattr(args, "batch_size", 64),
-            references=getattr(args, "references", True),
+            references=references,
+            lenient=lenient,
         )
         if temperature is not None:
             results["temperature"] = {"T": temperature, "fitted_on": fitted_on}
+            if fitted_on and not any(f["corpus"] == IN_DOMAIN for f in results["corpus_files"]):
+                # T was fitted on movies dev: those files shaped the scores too.
+                results["corpus_files"] += corpus_files([load_corpus(IN_DOMAIN, args.data, strict=not lenient)],
+                                                        lenient)
         print(summary(results))
         if args.json:
             out = Path(args.json.replace("{corpus}", corpus))

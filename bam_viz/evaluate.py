@@ -20,7 +20,7 @@ import numpy as np
 from tqdm import tqdm
 
 from bam_viz import metrics
-from bam_viz.data import AMBIGUOUS, CORPORA, Snippet, load_split
+from bam_viz.data import AMBIGUOUS, CORPORA, CorpusError, CorpusLoad, Snippet, load_corpus
 from bam_viz.predictors import Predictor, _to_numpy, fit_temperature
 from bam_viz.task import CLASSES, POSITIVE
 
@@ -58,6 +58,17 @@ def _predict(
     return np.concatenate(samples), np.concatenate(means)
 
 
+def corpus_files(loads: list[CorpusLoad], lenient: bool) -> list[dict]:
+    """Every file behind `loads` as an evaluation records it: name, sha256, size, whether read
+    leniently and how many of its lines have a problem (0 unless lenient)."""
+    return [
+        {"corpus": load.name, "file": f.name, "sha256": f.sha256, "bytes": f.size, "lenient": lenient,
+         "problems": load.problems_in(f.name)}
+        for load in loads
+        for f in load.files
+    ]
+
+
 def _variant_metrics(
     probs: np.ndarray, clear: np.ndarray, labels: np.ndarray, human_mean: np.ndarray, rater_std: np.ndarray
 ) -> dict[str, float]:
@@ -83,6 +94,7 @@ def evaluate(
     data: str | Path | None = None,
     batch_size: int = 64,
     references: bool = True,
+    lenient: bool = False,
 ) -> dict:
     """Metrics of `predictor` on one split of one corpus, for the mc and mean-field predictives.
 
@@ -96,17 +108,26 @@ def evaluate(
       auroc_ambiguous_in_split_{entropy,mi}: ambiguous vs clear sentences of this split only.
     `references=False` skips the two reference sets (and the metrics that need them), so that a
     sweep on the dev split never predicts a test sentence.
-    "per_sentence" holds what `compare` needs for a paired bootstrap.
+    "per_sentence" holds what `compare` needs for a paired bootstrap; "corpus_files" the name and
+    sha256 of every file read. A problem line in a corpus raises `CorpusProblems` unless `lenient`.
     """
     if corpus not in CORPORA:
         raise ValueError(f"unknown corpus {corpus!r}; expected one of {sorted(CORPORA)}")
-    snippets = load_split(corpus, split, data, include_ambiguous=True)
+    # Each corpus read once, so the hashes recorded are those of the very bytes scored.
+    loads = {corpus: load_corpus(corpus, data, strict=not lenient)}
+    if references:
+        loads.setdefault(IN_DOMAIN, load_corpus(IN_DOMAIN, data, strict=not lenient))
+    snippets = loads[corpus].split(split, include_ambiguous=True)
+    if all(s.label == AMBIGUOUS for s in snippets):
+        # The metrics divide by the number of clear sentences (metrics.ece would raise ZeroDivisionError).
+        raise CorpusError(loads[corpus].path / loads[corpus].files[0].name,
+                          f"the {split} split has no clear sentence to score ({len(snippets)} ambiguous)"
+                          if snippets else f"the {split} split has no sentence to score")
     ambiguous_pool, movies_clear_test = [], []
     if references:
-        ambiguous_pool = [
-            s for s in load_split(IN_DOMAIN, "all", data, include_ambiguous=True) if s.label == AMBIGUOUS
-        ]
-        movies_clear_test = load_split(IN_DOMAIN, "test", data)
+        movies = loads[IN_DOMAIN]
+        ambiguous_pool = [s for s in movies.split("all", include_ambiguous=True) if s.label == AMBIGUOUS]
+        movies_clear_test = movies.split("test")
 
     # One pass over the union, so sentences the reference sets share with the split run once.
     order: dict[tuple[str, str], Snippet] = {}
@@ -159,6 +180,7 @@ def evaluate(
         "n_movies_test_clear_reference": len(movies_clear_test),
         "mc": mc_metrics,
         "mean_field": _variant_metrics(mean_field, clear, labels, human_mean, rater_std),
+        "corpus_files": corpus_files(list(loads.values()), lenient),
         "per_sentence": {
             "ids": [s.id for s in snippets],
             "labels": [s.label for s in snippets],
@@ -250,12 +272,15 @@ def summary(results: dict) -> str:
 
 
 def temperature_from_dev(predictor: Predictor, n_samples: int, seed: int, data: str | Path | None = None,
-                         batch_size: int = 64) -> tuple[float, int]:
+                         batch_size: int = 64, lenient: bool = False) -> tuple[float, int]:
     """Fit T on the clear sentences of the movies dev split; returns (T, sentences used).
 
     The samples are drawn in the same batches, with the same per-batch seeds, as `evaluate` draws them.
     """
-    dev = load_split(IN_DOMAIN, "dev", data)
+    movies = load_corpus(IN_DOMAIN, data, strict=not lenient)
+    dev = movies.split("dev")
+    if not dev:
+        raise CorpusError(movies.path / movies.files[0].name, "the dev split has no clear sentence to fit T on")
     samples, _ = _predict(predictor, [s.text for s in dev], n_samples, seed, batch_size,
                           f"{predictor.name} dev (temperature)")
     labels = np.array([CLASSES.index(s.label) for s in dev], dtype=np.int64)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -34,6 +35,7 @@ def test_every_subcommand_parses_with_its_defaults() -> None:
     assert (evaluate.corpus, evaluate.split, evaluate.samples, evaluate.seed, evaluate.batch_size) == (
         "movies", "test", 32, 0, 64)
     assert (evaluate.references, evaluate.hyper, evaluate.temperature, evaluate.update_card) == (True, [], None, False)
+    assert evaluate.lenient is False and parser.parse_args(["evaluate", "--model", "vader", "--lenient"]).lenient
     report = parser.parse_args(["report"])
     assert (report.results, report.baseline, report.n_boot, report.seeds) == ("results", "softmax", 2000, None)
     bench = parser.parse_args(["bench", "--samples", "8"])
@@ -99,6 +101,12 @@ def test_vader_on_movies_test(corpus_dir: Path, tmp_path: Path, capsys) -> None:
     assert r["n_samples"] == 1 and r["mc"]["accuracy"] == r["mean_field"]["accuracy"]
     saved = json.loads(out.read_text())
     assert saved["mc"]["accuracy"] == r["mc"]["accuracy"]
+    # The real corpora read strictly, and the JSON says which bytes were scored.
+    assert saved["corpus_files"] == [
+        {"corpus": "movies", "file": name, "sha256": hashlib.sha256((corpus_dir / name).read_bytes()).hexdigest(),
+         "bytes": (corpus_dir / name).stat().st_size, "lenient": False, "problems": 0}
+        for name in ("movieReviewSnippets_GroundTruth.txt", "movieReviewSnippets_anonDataRatings.txt")
+    ]
     assert saved["per_sentence"]["ids"] == r["per_sentence"]["ids"]
     printed = capsys.readouterr().out
     assert "vader on movies/test" in printed and "accuracy" in printed
@@ -167,31 +175,142 @@ def test_cli_temperature_tempers_every_sample_and_dev_fits_it(corpus_dir: Path, 
         cli.run_evaluate(_cli(*base, "--temperature", "warm"))
 
 
+def test_a_temperature_fitted_on_movies_dev_records_the_movie_files(corpus_dir: Path, monkeypatch) -> None:
+    monkeypatch.setattr(zoo, "load", _by_name(lambda name: FakeModel()))
+    (r,) = cli.run_evaluate(_cli("--model", "x", "--corpus", "nyt", "--no-references", "--temperature", "dev",
+                                 "--samples", "2", "--data", str(corpus_dir)))
+    assert r["temperature"]["fitted_on"].startswith("movies dev")
+    assert [(f["corpus"], f["file"]) for f in r["corpus_files"]] == [
+        ("nyt", "nytEditorialSnippets_GroundTruth.txt"), ("nyt", "nytEditorialSnippets_anonDataRatings.txt"),
+        ("movies", "movieReviewSnippets_GroundTruth.txt"), ("movies", "movieReviewSnippets_anonDataRatings.txt")]
+
+
 @pytest.mark.parametrize("damage, says", [
     ("missing", "a file is missing"),
     ("a folder", "a folder stands where a file should"),
-    ("empty", "a file has no readable rows"),
+    ("empty", "a file is empty"),
+    ("header only", "a file has no readable rows (line 1: skipped (could not convert string to float: 'mean')"),
 ])
 def test_a_broken_corpus_is_one_line_and_status_2(corpus_dir: Path, tmp_path, monkeypatch, capsys, damage, says):
-    """evaluate on a corpora folder with the movie texts missing, replaced by a folder, or empty:
-    one line on stderr naming the file, exit status 2, no traceback (it was a raw
+    """evaluate on a corpora folder with the movie texts missing, replaced by a folder, empty or only a
+    header: one line on stderr naming the file, exit status 2, no traceback (it was a raw
     FileNotFoundError, IsADirectoryError, or a ZeroDivisionError in metrics.ece)."""
-    import shutil
-
-    broken = tmp_path / "corpora"
-    shutil.copytree(corpus_dir, broken)
+    broken = _copy(corpus_dir, tmp_path)
     target = broken / "movieReviewSnippets_GroundTruth.txt"
     if damage == "empty":
         target.write_text("")
+    elif damage == "header only":
+        target.write_bytes(b"id\tmean\ttext\r\n")
     else:
         target.unlink()
         if damage == "a folder":
             target.mkdir()
-    status = cli.main(["evaluate", "--model", "vader", "--corpus", "movies", "--split", "test",
-                       "--data", str(broken)])
-    err = capsys.readouterr().err.strip()
-    assert status == 2 and "\n" not in err and "Traceback" not in err
-    assert err.startswith("error: corpus file ") and "movieReviewSnippets_GroundTruth.txt" in err and says in err
+    for lenient in ([], ["--lenient"]):          # nothing to read is an error, lenient or not
+        status = cli.main(["evaluate", "--model", "vader", "--corpus", "movies", "--split", "test",
+                           "--data", str(broken), *lenient])
+        err = capsys.readouterr().err.strip()
+        assert status == 2 and "\n" not in err and "Traceback" not in err
+        assert err.startswith(f"error: corpus file {target}: {says}")
+
+
+def _copy(corpus_dir: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    return Path(shutil.copytree(corpus_dir, tmp_path / "corpora"))
+
+
+def _lines(path: Path) -> list[bytes]:
+    return path.read_bytes().split(b"\r\n")
+
+
+def _truncate(folder: Path) -> None:
+    path = folder / "movieReviewSnippets_GroundTruth.txt"
+    raw = path.read_bytes()
+    path.write_bytes(raw[: raw.index(b"\r\n10500\t") + 20])     # 18 bytes into line 10500
+
+
+def _not_utf8(folder: Path) -> None:
+    path = folder / "movieReviewSnippets_GroundTruth.txt"
+    lines = _lines(path)
+    lines[9] += b" Caf\xe9."                                      # line 10, a movie test sentence
+    path.write_bytes(b"\r\n".join(lines))
+
+
+def _duplicate(folder: Path) -> None:
+    path = folder / "movieReviewSnippets_GroundTruth.txt"
+    path.write_bytes(path.read_bytes() + b"\r\n" + _lines(path)[9])
+
+
+def _one_file_only(folder: Path) -> None:
+    path = folder / "movieReviewSnippets_anonDataRatings.txt"
+    lines = _lines(path)
+    path.write_bytes(b"\r\n".join(lines[:9] + lines[10:]))        # id 10 keeps only its GroundTruth line
+
+
+PROBLEM_LINES = {
+    # Cut in its mean, line 10500 is malformed; the ratings of it and of the 105 lines after are unpaired.
+    "truncated mid-line": (_truncate, "movieReviewSnippets_GroundTruth.txt",
+                           "107 problem lines in this corpus: 1 in this file, at line 10500: skipped (2 fields, "
+                           "expected 3): '10500\\t-2.368421052'; 106 in movieReviewSnippets_anonDataRatings.txt, first "
+                           "at lines 10500, 10501, 10502: id '10500' is in anonDataRatings but not in GroundTruth "
+                           "(skipped)"),
+    "non-UTF-8 line": (_not_utf8, "movieReviewSnippets_GroundTruth.txt",
+                       "1 problem line, at line 10: not UTF-8, read as Latin-1"),
+    "duplicate id": (_duplicate, "movieReviewSnippets_GroundTruth.txt",
+                     "1 problem line, at line 10606: duplicate id '10' skipped (first on line 10)"),
+    "id in one file only": (_one_file_only, "movieReviewSnippets_GroundTruth.txt", "1 problem line, at line 10: "
+                            "id '10' is in GroundTruth but not in anonDataRatings (skipped)"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(PROBLEM_LINES))
+def test_a_problem_line_stops_evaluate_with_the_count_and_first_lines(corpus_dir: Path, tmp_path, capsys, damage):
+    """It was read anyway: the ~100 lines a truncated file loses were recorded, never shown, and the run exited 0."""
+    change, name, says = PROBLEM_LINES[damage]
+    broken = _copy(corpus_dir, tmp_path)
+    change(broken)
+    out = tmp_path / "r.json"
+    status = cli.main(["evaluate", "--model", "vader", "--data", str(broken), "--json", str(out)])
+    captured = capsys.readouterr()
+    assert status == 2 and captured.out == "" and not out.exists()
+    assert captured.err == f"error: corpus file {broken / name}: {says} (use --lenient to evaluate anyway)\n"
+
+
+@pytest.mark.parametrize("damage", ["truncated mid-line", "id in one file only"])
+def test_lenient_evaluates_warns_and_records_the_problems(corpus_dir: Path, tmp_path, capsys, damage):
+    change, name, says = PROBLEM_LINES[damage]
+    broken = _copy(corpus_dir, tmp_path)
+    change(broken)
+    out = tmp_path / "r.json"
+    status = cli.main(["evaluate", "--model", "vader", "--data", str(broken), "--json", str(out), "--lenient"])
+    captured = capsys.readouterr()
+    assert status == 0 and "vader on movies/test" in captured.out
+    warnings = [line for line in captured.err.splitlines() if line.startswith("warning:")]
+    assert warnings == [f"warning: corpus file {broken / name}: {says}; evaluating anyway (--lenient)"]
+    files = json.loads(out.read_text())["corpus_files"]
+    assert [(f["corpus"], f["file"], f["lenient"]) for f in files] == [
+        ("movies", "movieReviewSnippets_GroundTruth.txt", True),
+        ("movies", "movieReviewSnippets_anonDataRatings.txt", True),
+    ]
+    for f in files:
+        assert f["sha256"] == hashlib.sha256((broken / f["file"]).read_bytes()).hexdigest()
+    counts = {f["file"]: f["problems"] for f in files}
+    assert counts == ({"movieReviewSnippets_GroundTruth.txt": 1, "movieReviewSnippets_anonDataRatings.txt": 106}
+                      if damage == "truncated mid-line" else
+                      {"movieReviewSnippets_GroundTruth.txt": 1, "movieReviewSnippets_anonDataRatings.txt": 0})
+
+
+def test_a_split_with_no_clear_sentence_is_an_error_not_a_zero_division(tmp_path, capsys):
+    from test_data import ratings_line, truth_line, write_movies
+
+    # Ids 10 and 20 fall in the test split, 1 in dev: the test split holds only an ambiguous sentence.
+    ratings = {"10": (0, 0, 1), "1": (2, 2, 3)}
+    folder = write_movies(tmp_path, [truth_line(i, r) for i, r in ratings.items()],
+                          [ratings_line(i, r) for i, r in ratings.items()])
+    status = cli.main(["evaluate", "--model", "vader", "--data", str(folder), "--no-references"])
+    assert status == 2
+    assert capsys.readouterr().err == (f"error: corpus file {folder / 'movieReviewSnippets_GroundTruth.txt'}: the test "
+                                       "split has no clear sentence to score (1 ambiguous)\n")
 
 
 def test_a_missing_corpora_folder_or_model_is_one_line(tmp_path, capsys):

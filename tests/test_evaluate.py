@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from bam_viz import evaluate as ev
-from bam_viz.data import AMBIGUOUS, load_split
+from bam_viz.data import AMBIGUOUS, CorpusError, CorpusProblems, load_split
 
 
 class FakePredictor:
@@ -174,3 +174,73 @@ def test_in_split_ambiguity_auroc_rewards_entropy_on_ambiguous_sentences(corpus_
 
     r = ev.evaluate(Knows(), "movies", "dev", n_samples=2, data=corpus_dir, references=False)
     assert r["mc"]["auroc_ambiguous_in_split_entropy"] == 1.0
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_the_results_record_every_corpus_file_read(corpus_dir: Path, fake_movies: dict) -> None:
+    assert fake_movies["corpus_files"] == [
+        {"corpus": "movies", "file": name, "sha256": _sha(corpus_dir / name),
+         "bytes": (corpus_dir / name).stat().st_size, "lenient": False, "problems": 0}
+        for name in ("movieReviewSnippets_GroundTruth.txt", "movieReviewSnippets_anonDataRatings.txt")
+    ]
+    # Another corpus with the movie references: both corpora's files; without them, its own only.
+    tweets = ev.evaluate(FakePredictor(), "tweets", "test", n_samples=2, data=corpus_dir, batch_size=512)
+    assert [(f["corpus"], f["file"]) for f in tweets["corpus_files"]] == [
+        ("tweets", "tweets_GroundTruth.txt"), ("tweets", "tweets_anonDataRatings.txt"),
+        ("movies", "movieReviewSnippets_GroundTruth.txt"), ("movies", "movieReviewSnippets_anonDataRatings.txt")]
+    assert tweets["corpus_files"][1]["sha256"] == _sha(corpus_dir / "tweets_anonDataRatings.txt")
+    alone = ev.evaluate(FakePredictor(), "nyt", "test", n_samples=2, data=corpus_dir, batch_size=512,
+                        references=False)
+    assert [f["corpus"] for f in alone["corpus_files"]] == ["nyt", "nyt"]
+
+
+def _tiny_movies(folder: Path, ratings: dict[str, tuple[int, ...]], extra_truth: list[bytes] = ()) -> Path:
+    from test_data import ratings_line, truth_line, write_movies
+
+    return write_movies(folder, [truth_line(i, r, f"Sentence {i}.") for i, r in ratings.items()] + list(extra_truth),
+                        [ratings_line(i, r) for i, r in ratings.items()])
+
+
+# Ids 10, 20, 22 and 25 fall in the movie test split, 1 and 13 in dev (data.split_of).
+CLEAR_TEST = {"10": (2, 3, 2), "20": (-2, -2, -3), "22": (3, 1, 2), "25": (-1, -2, -1), "1": (2, 2, 2)}
+
+
+def test_a_problem_line_stops_evaluate_unless_lenient(tmp_path: Path) -> None:
+    from test_data import truth_line
+
+    folder = _tiny_movies(tmp_path, CLEAR_TEST, [truth_line("99", (1, 1, 1))])   # 99: no ratings line
+    with pytest.raises(CorpusProblems, match="1 problem line, at line 6: id '99' is in GroundTruth but not"):
+        ev.evaluate(FakePredictor(), "movies", "test", n_samples=2, data=folder)
+    r = ev.evaluate(FakePredictor(), "movies", "test", n_samples=2, data=folder, lenient=True)
+    assert r["n"] == 4 and sorted(r["per_sentence"]["ids"]) == ["10", "20", "22", "25"]
+    assert [(f["file"], f["lenient"], f["problems"]) for f in r["corpus_files"]] == [
+        ("movieReviewSnippets_GroundTruth.txt", True, 1), ("movieReviewSnippets_anonDataRatings.txt", True, 0)]
+    assert r["corpus_files"][0]["sha256"] == _sha(folder / "movieReviewSnippets_GroundTruth.txt")
+    with pytest.raises(CorpusProblems):
+        ev.temperature_from_dev(FakePredictor(), 2, 0, folder)
+
+
+@pytest.mark.parametrize("ratings, says", [
+    ({"10": (0, 0, 1), "20": (0, 1, -1), "1": (2, 2, 2)},
+     "the test split has no clear sentence to score (2 ambiguous)"),
+    ({"1": (2, 2, 2), "13": (-2, -2, -2)}, "the test split has no sentence to score"),
+])
+def test_nothing_clear_to_score_is_a_corpus_error_before_any_metric(tmp_path: Path, ratings, says) -> None:
+    """metrics.ece divided by zero on an empty selection; evaluate now stops first, naming the file."""
+    folder = _tiny_movies(tmp_path, ratings)
+    for references in (True, False):
+        with pytest.raises(CorpusError) as caught:
+            ev.evaluate(FakePredictor(), "movies", "test", n_samples=2, data=folder, references=references)
+        assert caught.value.reason == says
+        assert caught.value.filename == str(folder.resolve() / "movieReviewSnippets_GroundTruth.txt")
+
+
+def test_temperature_needs_a_clear_dev_sentence(tmp_path: Path) -> None:
+    folder = _tiny_movies(tmp_path, {"10": (2, 2, 2), "1": (0, 0, 1)})   # dev holds one ambiguous sentence
+    with pytest.raises(CorpusError, match="the dev split has no clear sentence to fit T on"):
+        ev.temperature_from_dev(FakePredictor(), 2, 0, folder)
+    T, n = ev.temperature_from_dev(FakePredictor(), 2, 0, _tiny_movies(tmp_path / "b", {"1": (2, 2, 2)}))
+    assert n == 1 and T > 0
