@@ -9,58 +9,51 @@ text and settings, not by weights: `BamClassifier.clear_caches()` (called by `tr
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 from typing import NamedTuple
 
 import torch
 
 from bam_viz.attention import Mode, Trace
+from bam_viz.cache import CACHE, WORK, explain_bytes
 from bam_viz.families import Hyper
 from bam_viz.inputs import check_attention_budget, check_n_samples, check_seed, check_text
 from bam_viz.result import ExplainResult
 from bam_viz.task import CLASSES
 
 
-class LRU:
-    """A small least-recently-used cache; reads and writes take a lock (sessions are threads)."""
-
-    def __init__(self, maxsize: int):
-        self.maxsize, self._items, self._lock = maxsize, OrderedDict(), threading.Lock()
-
-    def get(self, key):
-        with self._lock:
-            hit = self._items.get(key)
-            if hit is not None:
-                self._items.move_to_end(key)
-            return hit
-
-    def put(self, key, value):
-        with self._lock:
-            self._items[key] = value
-            while len(self._items) > self.maxsize:
-                self._items.popitem(last=False)
-        return value
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-
 class ExplainCache:
-    """Per text: tokens and the states below the first stochastic layer. Per (text, S, seed, the
-    posterior's hyperparameters): the S-sample pass, which at 128 tokens holds ~75 MB."""
+    """One model's part of the process-wide `bam_viz.cache.CACHE`, bounded in bytes with everything
+    else kept: per text, tokens and the states below the first stochastic layer ("lower"); per
+    (text, S, seed, the posterior's hyperparameters), the S-sample pass ("sampled", ~340 MB at 128
+    tokens and 64 samples). Keys carry a token of their own model, so models never share entries."""
 
-    def __init__(self, lower_entries: int = 64, sampled_entries: int = 2):
-        self.lower = LRU(lower_entries)
-        self.sampled = LRU(sampled_entries)
+    def __init__(self):
+        self.token = object()               # identity only: the cache must not keep the model alive
+        self.lower = _Namespace(self.token, "explain.lower")
+        self.sampled = _Namespace(self.token, "explain.sampled")
 
     def clear(self) -> None:
         self.lower.clear()
         self.sampled.clear()
+
+
+class _Namespace:
+    """get / put / clear / len of one model's entries in one namespace of `CACHE`."""
+
+    def __init__(self, token, namespace: str):
+        self.token, self.namespace = token, namespace
+
+    def get(self, key):
+        return CACHE.get(self.namespace, (self.token, key))
+
+    def put(self, key, value):
+        return CACHE.put(self.namespace, (self.token, key), value)
+
+    def clear(self) -> None:
+        CACHE.discard(self.namespace, lambda key: key[0] is self.token)
+
+    def __len__(self) -> int:
+        return CACHE.count(self.namespace, lambda key: key[0] is self.token)
 
 
 class PriorDraws:
@@ -101,12 +94,14 @@ class LowerStates(NamedTuple):
     truncated: bool
     word_pieces: int              # in the whole text, without [CLS] and [SEP]
     text: str                     # the text encoded: the kept tokens decoded when truncated
+    original: str                 # the text as given (the caches' key)
     ids: torch.Tensor             # (1, T)
     mask: torch.Tensor            # (1, T)
     x: torch.Tensor               # (1, T, C) the states below the first stochastic layer
     traces: list                  # their attention traces
 
 
+@torch.inference_mode()
 def lower_states(model, text: str) -> LowerStates:
     """Tokens and the deterministic states below the first stochastic layer, cached per text."""
     hit = model.explain_cache.lower.get(text)
@@ -117,25 +112,38 @@ def lower_states(model, text: str) -> LowerStates:
         x, traces = model.lower(ids_t, mask, trace=Trace.FULL)
         pieces = model.tokenizer.length(text) - 2 if truncated else len(ids) - 2
         encoded = model.tokenizer.decode(ids) if truncated else text
-        hit = model.explain_cache.lower.put(text, LowerStates(tokens, truncated, pieces, encoded, ids_t, mask, x,
-                                                              traces))
+        hit = model.explain_cache.lower.put(text, LowerStates(tokens, truncated, pieces, encoded, text, ids_t, mask,
+                                                              x, traces))
     return hit
 
 
-@torch.inference_mode()
-def explain(model, text: str, n_samples: int = 32, seed: int = 0, hyper: Hyper | None = None) -> ExplainResult:
+def explain(model, text: str, n_samples: int = 32, seed: int = 0, hyper: Hyper | None = None,
+            cache: bool = True) -> ExplainResult:
     """The `ExplainResult` of `model` on one sentence: S attention samples from a generator seeded
     with `seed` (consumed exactly as `predict` consumes it), the mean-attention pass, the prior,
     KL and the distributions' parameters per layer. `hyper`: the model's hyperparameters with
-    any overrides (`model.hyper(...)`); None is the trained values."""
+    any overrides (`model.hyper(...)`); None is the trained values. `cache` False: do not keep the
+    S-sample pass for a later call (the live grid's frames are each made once).
+
+    The call holds its estimated peak (`bam_viz.cache.explain_bytes`) of the process's working
+    memory (`bam_viz.cache.WORK`) while it runs, so calls made at once wait rather than add up."""
     check_text(text)
     n_samples, seed = check_n_samples(n_samples), check_seed(seed)
     hyper = model.hyper() if hyper is None else hyper
     model.eval()
-    family = model.attention_family
     stochastic_layers = model.config.stochastic_layers
     lower = lower_states(model, text)
     check_attention_budget(n_samples, model.n_layers, model.n_heads, len(lower.tokens))
+    n_stochastic = len(stochastic_layers) if model.stochastic else 0
+    with WORK.hold(explain_bytes(n_samples, model.n_layers, n_stochastic, model.n_heads, len(lower.tokens))):
+        return _explain(model, lower, n_samples, seed, hyper, cache)
+
+
+@torch.inference_mode()
+def _explain(model, lower: LowerStates, n_samples: int, seed: int, hyper: Hyper, cache: bool) -> ExplainResult:
+    family = model.attention_family
+    stochastic_layers = model.config.stochastic_layers
+    text = lower.original
     tokens, truncated, mask, x, lower_traces = lower.tokens, lower.truncated, lower.mask, lower.x, lower.traces
     S = n_samples
     # The S-sample pass (most of explain's time) does not read the prior's hyperparameters, so
@@ -145,7 +153,7 @@ def explain(model, text: str, n_samples: int = 32, seed: int = 0, hyper: Hyper |
     if hit is None:
         g = torch.Generator(device=model.device).manual_seed(seed)
         logits, traces, _ = model.upper(x, mask, n_samples=S, generator=g, hyper=hyper, trace=Trace.SAMPLES)
-        hit = model.explain_cache.sampled.put(key, (logits, traces))
+        hit = model.explain_cache.sampled.put(key, (logits, traces)) if cache else (logits, traces)
     logits, traces = hit
     mf_logits, mf_traces, _ = model.upper(x, mask, mode=Mode.MEAN, hyper=hyper, trace=Trace.STATS)
     sample_probs = logits.softmax(-1).float()                                   # (S, 2)

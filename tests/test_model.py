@@ -315,26 +315,3 @@ def test_top_layer_from_cls_alone_computes_what_every_row_computes(models, name,
     elif name == "dirichlet":
         assert sliced_rows == ids.shape[1]   # Gamma rejection draws cannot be sliced by row
 
-
-def test_lru_evicts_the_least_recently_used_and_survives_threads():
-    import threading
-
-    from bam_viz.explain import LRU
-
-    c = LRU(2)
-    c.put("a", 1), c.put("b", 2)
-    assert c.get("a") == 1            # "a" is now the most recent
-    c.put("c", 3)
-    assert c.get("b") is None and c.get("a") == 1 and c.get("c") == 3 and len(c) == 2
-
-    def hammer(offset):               # sessions of the app share one model, each in a thread
-        for i in range(2000):
-            c.put(offset + i % 5, i)
-            c.get(offset + (i + 1) % 5)
-
-    threads = [threading.Thread(target=hammer, args=(k * 10,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert len(c) == 2

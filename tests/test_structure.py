@@ -11,9 +11,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "bam_viz"
 
 # Lowest first. Names are relative to bam_viz; "bam_viz" is the package's facade (__init__).
 LAYERS = [
-    {"task", "kl", "metrics", "device", "inputs", "families.base", "families.sampling"},
+    {"inputs"},
+    {"task", "kl", "metrics", "device", "families.base", "families.sampling"},
     {"families.softmax", "families.weibull", "families.lognormal", "families.dirichlet", "families.categorical",
-     "data"},
+     "data", "cache"},
     {"families"},
     {"attention", "result"},
     {"encoder", "charts", "export"},
