@@ -7,8 +7,22 @@ from __future__ import annotations
 import numbers
 
 MAX_SEED = 2**63 - 1             # torch.Generator.manual_seed takes a signed 64-bit integer
+# Past any memory budget at any length (one S-sample pass of 2 tokens holds S x 6 x 12 x 2 x 2 float32
+# attention weights: 2.5 TB at this S): refused by every entry point before a budget is even asked, so
+# that no size computation or message downstream meets an int of thousands of digits.
+MAX_SAMPLES = 2**31 - 1
 BUDGET_ENV = "BAM_VIZ_MAX_ATTENTION_MB"
 DEFAULT_BUDGET_MB = 1024         # explain() at 128 tokens: up to 216 samples (the explorer asks at most 64)
+
+
+def shown(value, limit: int = 60) -> str:
+    """repr(value) for an error message, cut to `limit` characters: an int of thousands of digits
+    cannot even be printed (Python refuses the conversion with a ValueError of its own)."""
+    try:
+        text = repr(value)
+    except ValueError:
+        text = f"<an int of {value.bit_length()} bits>" if isinstance(value, int) else f"<a {type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def check_text(text, name: str = "text") -> str:
@@ -37,25 +51,34 @@ def check_texts(texts) -> list[str]:
 
 def _integer(value, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__} {value!r}")
+        raise TypeError(f"{name} must be an int, not {type(value).__name__} {shown(value)}")
     return int(value)
 
 
 def check_n_samples(n_samples, upper: int | None = None) -> int:
-    """An int of at least 1 (and at most `upper`, when given)."""
+    """An int of at least 1 and at most `upper` (when given) and `MAX_SAMPLES`."""
     n = _integer(n_samples, "n_samples")
     if n < 1:
-        raise ValueError(f"n_samples must be at least 1, got {n}")
-    if upper is not None and n > upper:
-        raise ValueError(f"n_samples must be at most {upper}, got {n}")
+        raise ValueError(f"n_samples must be at least 1, got {shown(n)}")
+    limit = MAX_SAMPLES if upper is None else min(upper, MAX_SAMPLES)
+    if n > limit:
+        raise ValueError(f"n_samples must be at most {limit}, got {shown(n)}")
     return n
+
+
+def check_batch_size(batch_size) -> int:
+    """An int of at least 1 (how many texts `predict_samples` / `predict_mean_field` run at once)."""
+    b = _integer(batch_size, "batch_size")
+    if b < 1:
+        raise ValueError(f"batch_size must be at least 1, got {shown(b)}")
+    return b
 
 
 def check_seed(seed) -> int:
     """An int in [0, 2**63 - 1]."""
     s = _integer(seed, "seed")
     if not 0 <= s <= MAX_SEED:
-        raise ValueError(f"seed must be between 0 and 2**63 - 1, got {s}")
+        raise ValueError(f"seed must be between 0 and 2**63 - 1, got {shown(s)}")
     return s
 
 
@@ -65,6 +88,7 @@ def check_attention_budget(n_samples: int, layers: int, heads: int, tokens: int)
     many samples fit at this length."""
     import os
 
+    n_samples = check_n_samples(n_samples)
     try:
         budget_mb = float(os.environ.get(BUDGET_ENV, DEFAULT_BUDGET_MB))
     except ValueError:

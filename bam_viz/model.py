@@ -13,10 +13,11 @@ import torch
 import torch.nn as nn
 
 from bam_viz.attention import AttentionConfig, Mode, Trace, dropout
+from bam_viz.cache import WORK, WORK_ENV, explain_bytes
 from bam_viz.encoder import Bert, BertConfig, LoRALinear, Tokenizer
 from bam_viz.explain import ExplainCache, explain
 from bam_viz.families import AttentionFamily, Hyper, HyperSpec
-from bam_viz.inputs import check_n_samples, check_seed, check_texts
+from bam_viz.inputs import check_batch_size, check_n_samples, check_seed, check_texts
 from bam_viz.result import ExplainResult
 from bam_viz.task import CLASSES
 
@@ -253,24 +254,42 @@ class BamClassifier(nn.Module):
     def predict_samples(self, texts: list[str], n_samples: int = 32, seed: int = 0, batch_size: int = 32,
                         **hyper: float) -> torch.Tensor:
         """(N, S, 2) predictive probabilities, one per attention sample; deterministic models repeat."""
-        texts = check_texts(texts)
+        texts, batch_size = check_texts(texts), check_batch_size(batch_size)
         n_samples, seed = check_n_samples(n_samples), check_seed(seed)
         resolved = self.hyper(**hyper)
         self.eval()
+        if len(texts) * n_samples * 2 * 4 > WORK.budget:             # the (N, S, 2) float32 answer itself
+            raise ValueError(f"n_samples={n_samples} for {len(texts)} texts is {len(texts) * n_samples:,} predictions, "
+                             f"over the working memory of {WORK.budget / 2**20:.0f} MB (${WORK_ENV}): "
+                             "use fewer samples or fewer texts at once")
         g = torch.Generator(device=self.device).manual_seed(seed)
         S = n_samples if self.stochastic else 1
+        n_stochastic = len(self.config.stochastic_layers) if self.stochastic else 0
         out = []
         for ids, mask in self._batches(texts, batch_size):
-            x, _ = self.lower(ids, mask)
-            logits, _, _ = self.upper(x, mask, n_samples=S, generator=g, hyper=resolved)
-            probs = logits.softmax(-1).view(S, ids.shape[0], -1).transpose(0, 1)   # (B, S, 2)
-            out.append(probs.expand(-1, n_samples, -1) if S == 1 else probs)
-        return torch.cat(out).cpu()
+            # A pass holds ~3 (S*B, H, T, T) tensors a stochastic layer: a batch that would pass the
+            # working memory is cut into smaller ones (the same numbers only for the same cut), and a
+            # single text that would is refused.
+            T = ids.shape[1]
+            per_text = explain_bytes(S, 0, n_stochastic, self.n_heads, T)
+            if per_text > WORK.budget:
+                raise ValueError(f"n_samples={n_samples} at {T} tokens needs {per_text / 2**20:,.1f} MB of attention "
+                                 f"for one text, over the working memory of {WORK.budget / 2**20:.0f} MB "
+                                 f"(${WORK_ENV}): use fewer samples or a shorter text")
+            step = max(1, min(ids.shape[0], WORK.budget // max(per_text, 1)))
+            for i in range(0, ids.shape[0], step):
+                with WORK.hold(per_text * min(step, ids.shape[0] - i)):
+                    x, _ = self.lower(ids[i : i + step], mask[i : i + step])
+                    logits, _, _ = self.upper(x, mask[i : i + step], n_samples=S, generator=g, hyper=resolved)
+                out.append(logits.softmax(-1).view(S, x.shape[0], -1).transpose(0, 1))   # (B, S, 2)
+        probs = torch.cat(out).cpu()
+        # A deterministic model's S identical samples are a view of its one pass, never S copies.
+        return probs.expand(-1, n_samples, -1) if S == 1 else probs
 
     @torch.inference_mode()
     def predict_mean_field(self, texts: list[str], batch_size: int = 64, **hyper: float) -> torch.Tensor:
         """(N, 2) f(E[z]): every stochastic layer at its mean attention, dropout off."""
-        texts = check_texts(texts)
+        texts, batch_size = check_texts(texts), check_batch_size(batch_size)
         resolved = self.hyper(**hyper)
         self.eval()
         out = []
@@ -284,9 +303,10 @@ class BamClassifier(nn.Module):
         """(N, 2) Monte Carlo predictive probabilities E[f(z)], batched."""
         return self.predict_samples(texts, n_samples=n_samples, seed=seed, **hyper).mean(1)
 
-    def explain(self, text: str, n_samples: int = 32, seed: int = 0, **hyper: float) -> ExplainResult:
+    def explain(self, text: str, n_samples: int = 32, seed: int = 0, *, cache: bool = True,
+                **hyper: float) -> ExplainResult:
         """Everything the explorer draws for one sentence: see `bam_viz.explain.explain`."""
-        return explain(self, text, n_samples=n_samples, seed=seed, hyper=self.hyper(**hyper))
+        return explain(self, text, n_samples=n_samples, seed=seed, hyper=self.hyper(**hyper), cache=cache)
 
 
 __all__ = ["BamClassifier", "ModelConfig", "CLASSES"]

@@ -21,6 +21,8 @@ from typing import ClassVar
 import torch
 from torch.distributions import Distribution
 
+from bam_viz.inputs import shown
+
 
 @dataclass(frozen=True)
 class HyperSpec:
@@ -180,8 +182,11 @@ class AttentionFamily:
         """Validated values: the specs' defaults, then `base`, then `overrides` (None keeps).
 
         Raises ValueError naming the family's hyperparameters for an unknown name, and for a value
-        that is not a positive finite number."""
+        that is not a positive finite number (a bool is not one; an int too large for a float is
+        not finite) or lies outside the spec's [low, high]: beyond it float32 samplers and closed
+        forms under- or overflow (shape_k = 1e-38 gives NaN weights), and nothing there is tested."""
         values = {s.name: s.default for s in self.hyper_specs}
+        specs = {s.name: s for s in self.hyper_specs}
         given = {**dict(base or {}), **{k: v for k, v in overrides.items() if v is not None}}
         unknown = sorted(set(given) - set(values))
         if unknown:
@@ -189,11 +194,15 @@ class AttentionFamily:
             raise ValueError(f"unknown hyperparameters {unknown} for {self.name} attention; known: {known}")
         for k, v in given.items():
             try:
-                x = float(v)
-            except (TypeError, ValueError):
-                raise ValueError(f"{k} must be a positive finite number, got {v!r}") from None
+                x = float(v) if not isinstance(v, bool) else math.nan
+            except (TypeError, ValueError, OverflowError):
+                raise ValueError(f"{k} must be a positive finite number, got {shown(v)}") from None
             if not (math.isfinite(x) and x > 0):
-                raise ValueError(f"{k} must be a positive finite number, got {v!r}")
+                raise ValueError(f"{k} must be a positive finite number, got {shown(v)}")
+            spec = specs[k]
+            if not spec.low <= x <= spec.high:
+                raise ValueError(f"{k} must be between {spec.low:g} and {spec.high:g} for {self.name} attention "
+                                 f"(the range its sampler, density and KL are checked over), got {shown(v)}")
             values[k] = x
         return Hyper(self, values)
 
