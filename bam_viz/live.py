@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import struct
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -178,7 +179,7 @@ class LiveGrid:
         hit = self.frames[i]
         if hit is not None:
             return hit
-        r = self.model.explain(self.text, n_samples=self.n_samples, seed=self.seed,
+        r = self.model.explain(self.text, n_samples=self.n_samples, seed=self.seed, cache=False,
                                **dict(self.hyper_at(i, None)))
         pos = r.positive_index
         se = monte_carlo_errors(r.sample_probs.double().numpy(), float(r.mean_field_probs[pos]), pos,
@@ -228,9 +229,7 @@ class LiveGrid:
             if self.started:
                 return
             self.started = True
-        for i in nearest_first(len(self.values), around):
-            if self.frames[i] is None:
-                _submit(self._work, i)
+        FRAMES.add(self, [i for i in nearest_first(len(self.values), around) if self.frames[i] is None])
 
     def touch(self) -> None:
         """Someone still wants this grid: resume it if its workers gave it up as abandoned."""
@@ -373,29 +372,75 @@ def _nan(x: float | None) -> float:
     return float("nan") if x is None else float(x)
 
 
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-_QUEUED = 0                      # frames submitted and not yet done, over every grid
+class FrameScheduler:
+    """The background frames of every grid, made by WORKERS threads at lower CPU priority.
+
+    Grids take turns, a frame each (round robin), and each grid's frames come in its own order
+    (nearest to its slider first). With twenty sentences typed at once, every student gets the
+    values next to their slider within a few rounds, instead of the twentieth waiting for the other
+    nineteen grids to finish (a single queue in arrival order). A grid nobody asked about for IDLE_S
+    leaves the rotation (`LiveGrid.touch` brings it back)."""
+
+    def __init__(self, workers: int = WORKERS):
+        self.workers = workers
+        self._turns: deque = deque()              # (grid, deque of frame indices still to make)
+        self._cond = threading.Condition()
+        self._threads: list[threading.Thread] = []
+        self.busy = 0                             # frames being made now
+
+    def add(self, grid: LiveGrid, order: list[int]) -> None:
+        with self._cond:
+            self._turns = deque(t for t in self._turns if t[0] is not grid)
+            if order:
+                self._turns.append((grid, deque(order)))
+            while len(self._threads) < self.workers:
+                t = threading.Thread(target=self._run, name=f"bam-viz-live-{len(self._threads)}", daemon=True)
+                self._threads.append(t)
+                t.start()
+            self._cond.notify_all()
+
+    def _next(self):
+        """The next (grid, frame) in turn, or None when no grid has frames to make (under the lock)."""
+        while self._turns:
+            grid, todo = self._turns.popleft()
+            if time.monotonic() - grid.touched > IDLE_S:        # abandoned: a new sentence came
+                grid.started = False
+                continue
+            while todo and (grid.frames[todo[0]] is not None or todo[0] in grid._making):
+                todo.popleft()
+            if not todo:
+                continue
+            i = todo.popleft()
+            if todo:
+                self._turns.append((grid, todo))
+            return grid, i
+        return None
+
+    def _run(self) -> None:
+        lower_priority()
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: bool(self._turns))
+                job = self._next()
+                if job is None:
+                    continue
+                self.busy += 1
+            try:
+                job[0]._work(job[1])
+            except Exception:           # one frame's failure must not stop the workers; asking again retries
+                logging.getLogger(__name__).exception("bam-viz: a live grid frame failed")
+            finally:
+                with self._cond:
+                    self.busy -= 1
+                    self._cond.notify_all()
+
+    @property
+    def idle(self) -> bool:
+        with self._cond:
+            return not self._turns and not self.busy
 
 
-def _submit(fn, *args) -> None:
-    """Run fn(*args) on the shared pool of WORKERS threads (made on first use)."""
-    global _POOL, _QUEUED
-
-    def run():
-        global _QUEUED
-        try:
-            fn(*args)
-        finally:
-            with _POOL_LOCK:
-                _QUEUED -= 1
-
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="bam-viz-live",
-                                       initializer=lower_priority)
-        _QUEUED += 1
-        _POOL.submit(run)
+FRAMES = FrameScheduler()
 
 
 NICE = 10                        # background work's niceness: what a user waits for goes first
@@ -415,9 +460,9 @@ def lower_priority() -> None:
 def wait_idle(timeout: float = 120.0) -> bool:
     """Until no frame is queued or being made, in any grid (tests); True when idle."""
     deadline = time.monotonic() + timeout
-    while _QUEUED and time.monotonic() < deadline:
+    while not FRAMES.idle and time.monotonic() < deadline:
         time.sleep(0.02)
-    return _QUEUED == 0
+    return FRAMES.idle
 
 
 # ---- packing --------------------------------------------------------------------------------------

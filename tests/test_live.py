@@ -173,3 +173,35 @@ def test_an_abandoned_grid_stops_and_resumes(model, monkeypatch):
     monkeypatch.setattr(live, "IDLE_S", 60.0)
     g.start(30)
     assert g.wait(120) and live.wait_idle(60)
+
+
+def test_frames_of_many_grids_are_made_in_turn(monkeypatch):
+    """Twenty sentences at once: each grid gets a frame per round (nearest first within it), so the
+    last to arrive does not wait for every other grid to finish; an abandoned grid leaves the rotation."""
+    import time as clock
+
+    monkeypatch.setattr(live, "IDLE_S", 5.0)
+    made = []
+
+    class Grid:
+        def __init__(self, name, n):
+            self.name, self.frames, self._making, self.started = name, [None] * n, set(), True
+            self.touched = clock.monotonic()
+
+        def _work(self, i):
+            made.append((self.name, i))
+            self.frames[i] = object()
+
+    scheduler = live.FrameScheduler(workers=1)
+    a, b, c = Grid("a", 3), Grid("b", 3), Grid("c", 3)
+    c.touched -= live.IDLE_S + 1                       # nobody has asked about c for a while
+    with scheduler._cond:                              # all three in place before the worker starts
+        scheduler.add(a, [1, 2, 0])
+        scheduler.add(b, [0, 1, 2])
+        scheduler.add(c, [0, 1, 2])
+    deadline = clock.monotonic() + 10
+    while not scheduler.idle and clock.monotonic() < deadline:
+        clock.sleep(0.01)
+    assert made == [("a", 1), ("b", 0), ("a", 2), ("b", 1), ("a", 0), ("b", 2)]
+    assert not c.started and all(f is not None for f in a.frames + b.frames)
+    assert all(t.daemon for t in scheduler._threads)          # they never keep a server from exiting
