@@ -7,6 +7,8 @@ page lays out and wires the controls.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import math
 import random
@@ -222,19 +224,21 @@ def picture_controls(result, model) -> tuple[int, int, int, int, bool]:
         index = _as_index(ss.get(key))
         ss[key] = default if index is None else min(max(index, 0), n - 1)
 
-    def layer_name(i: int) -> str:
-        return f"layer {i}" + ("" if i in result.stochastic_layers else " (deterministic)")
-
+    # A widget keeps its format_func in the session until the session ends: these hold the tokens and
+    # layer numbers only, never the result (a closure over `result` kept every session's alive).
+    tokens, stochastic = tuple(result.tokens), frozenset(result.stochastic_layers)
+    token_name = functools.partial(charts.token_option, tokens)
     c = st.columns(4)
-    c[0].selectbox("Layer (layer)", range(L), key="layer", format_func=layer_name, persist_state="session")
+    c[0].selectbox("Layer (layer)", range(L), key="layer", format_func=functools.partial(_layer_name, stochastic),
+                   persist_state="session")
     c[1].selectbox("Head (head)", range(H), key="head", format_func=lambda h: f"head {h}",
                    persist_state="session")
     options = list(range(T))
     c[2].selectbox("Query token (query_token)", options, key="query_token", persist_state="session",
-                   format_func=lambda i: charts.token_option(result.tokens, i),
+                   format_func=token_name,
                    help="Whose attention to inspect: [CLS] is what the classifier reads.")
     c[3].selectbox("Key token for the density (key_token)", options, key="key_token",
-                   persist_state="session", format_func=lambda i: charts.token_option(result.tokens, i))
+                   persist_state="session", format_func=token_name)
     window_control(result)
     ss.setdefault("relative_colour", False)
     st.toggle("Relative colour scales", key="relative_colour", persist_state="session",
@@ -244,6 +248,10 @@ def picture_controls(result, model) -> tuple[int, int, int, int, bool]:
     picture = {k: ss.get(k) for k in state.PICTURE_KEYS}
     state.write_query_params(state.PICTURE_KEYS, picture)
     return ss["layer"], ss["head"], ss["query_token"], ss["key_token"], ss["relative_colour"]
+
+
+def _layer_name(stochastic: frozenset, i: int) -> str:
+    return f"layer {i}" + ("" if i in stochastic else " (deterministic)")
 
 
 def window_control(result) -> None:
@@ -269,15 +277,21 @@ def window_control(result) -> None:
 
 
 @st.fragment
-def inspection(result, model, grid, hyper: dict) -> None:
+def inspection(view: state.View, model, hyper: dict) -> None:
     """The layer, head and token pickers and what they select: reruns alone, and re-slices the
-    sentence's slider grid without running the model (a new token window makes a new grid)."""
+    sentence's slider grid without running the model (a new token window makes a new grid).
+
+    A fragment keeps its arguments for its reruns, in the session, until the session ends (two
+    minutes after its tab closes): so it takes the view's key, not the result and grid (300 MB at 128
+    tokens and 64 samples), and finds them in the shared cache."""
+    result, grid = view.result(model), view.grid(model)
     st.subheader("Inside the attention")
     layer, head, query, key, relative = picture_controls(result, model)
     shown = charts.token_window(len(result.tokens), ss.get("window_start") or 1)
     if shown != grid.window:                       # a long sentence's window moved: its own grid
-        grid = state.get_grid(model, model.name, grid.text, grid.n_samples, grid.seed, tuple(shown), grid.others)
-        grid.start(_indices(grid, hyper)[0])
+        grid = view._replace(window=tuple(shown)).grid(model)
+    # Started here too: the cache may have let the run's grid go since (a new one has no frame yet).
+    grid.start(_indices(grid, hyper)[0])
     post, prior = _indices(grid, hyper)
     facts = charts.Facts.of(result)
     density_message = facts.no_density(layer)
@@ -292,22 +306,30 @@ def inspection(result, model, grid, hyper: dict) -> None:
     payload = state.inside_bytes(grid, post, prior, layer, head, query, key, extra)
     components.charts_by_url(payload, components.INSIDE_KEY, meta)
     st.divider()
-    downloads(result, layer, head)       # here, so that they follow the selected layer and head
+    downloads(view, model, result, layer, head)   # here, so that they follow the selected layer and head
 
 
-def downloads(result, layer: int, head: int) -> None:
+def downloads(view: state.View, model, result, layer: int, head: int) -> None:
     """What the page shows for the selected layer and head, with the settings in a header and in
     the file name; `bam_viz.export.full_json` has every layer and head, from the library."""
     c = st.columns(2)
-    # Deferred to the click: the page's reruns need not serialise anything.
+    # Deferred to the click: the page's reruns need not serialise anything. The session keeps these
+    # functions until it ends, so they hold the view's key, not the result.
     c[0].download_button(f"Download layer {layer} head {head} (JSON)",
-                         data=lambda: json.dumps(export.view_json(result, layer, head), ensure_ascii=False),
+                         data=lambda: json.dumps(export.view_json(view.result(model), layer, head),
+                                                 ensure_ascii=False),
                          file_name=export.file_name(result, layer, head, "json"), mime="application/json",
                          on_click="ignore", key="download_json")
     c[1].download_button(f"Download layer {layer} head {head} (CSV)",
-                         data=lambda: export.view_csv(result, layer, head),
+                         data=lambda: export.view_csv(view.result(model), layer, head),
                          file_name=export.file_name(result, layer, head, "csv"), mime="text/csv",
                          on_click="ignore", key="download_csv")
+
+
+def text_tag(text: str) -> str:
+    """A short fingerprint of the sentence in the footer: the load benchmark checks with it that
+    every session is shown its own sentence."""
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:8]
 
 
 def render_marker(values: dict, started: float, n_samples: int, ready: list[bool]) -> None:
@@ -319,7 +341,8 @@ def render_marker(values: dict, started: float, n_samples: int, ready: list[bool
     hyper = " · ".join(f"{k}={state.format_value(values[k])}" for k in state.SLIDERS if k in values)
     server_ms = 1000 * (time.perf_counter() - started)
     with st.container(key="render_marker"):
-        st.caption(f"view {ss['_runs']} · model {values['model']} · {hyper or 'no hyperparameters'} · "
+        st.caption(f"view {ss['_runs']} · text {text_tag(values['text'])} · model {values['model']} · "
+                   f"{hyper or 'no hyperparameters'} · "
                    f"{charts.count(n_samples, 'sample')} · seed {values['seed']} · "
                    f"slider grid {sum(ready)}/{len(ready)} · server {server_ms:.0f} ms")
 
@@ -378,10 +401,14 @@ def live_view(model, name: str) -> None:
         return
     hyper = {h: float(ss[h]) for h in model.hyper_names}
     n_samples, seed = (ss["n_samples"], ss["seed"]) if model.stochastic else (1, 0)
+    n_samples, reduced = state.samples_that_fit(model, text, n_samples)
+    if reduced:
+        st.info(reduced)
     try:
         result = state.get_result(model, name, text, tuple(hyper.items()), n_samples, seed)
-        grid = state.get_grid(model, name, text, n_samples, seed, tuple(_window(result)),
-                              tuple((h, v) for h, v in hyper.items() if h not in state.LIVE_SLIDERS))
+        view = state.View(name, text, tuple(hyper.items()), n_samples, seed, tuple(_window(result)),
+                          tuple((h, v) for h, v in hyper.items() if h not in state.LIVE_SLIDERS))
+        grid = view.grid(model)
         grid.start(_indices(grid, hyper)[0])
     except ValueError as err:
         st.info(f"{err}")
@@ -391,7 +418,7 @@ def live_view(model, name: str) -> None:
         (st.warning if result.truncated and "longer" in note else st.info)(note)
 
     summary_panel(grid, result, hyper)
-    inspection(result, model, grid, hyper)
+    inspection(view, model, hyper)
     render_marker(values, started, result.n_samples, grid.ready)
     _poll(not grid.complete)
 

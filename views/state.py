@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import NamedTuple
 
 import streamlit as st
 
 import bam_viz
 import bam_viz.live
 from bam_viz import families
+from bam_viz.cache import CACHE
 
 DEFAULT_MODEL = "bam-wc"
 DEFAULT_N_SAMPLES = 32
@@ -67,18 +69,56 @@ def _one_torch_thread() -> None:
         torch.set_num_threads(1)
 
 
-# Shared, read-only results rather than `st.cache_data`: that pickles a result (12 MB at 24 tokens and
-# 32 samples) on every miss and unpickles it on every hit. The bound is in entries, not bytes, so
-# N_SAMPLES_RANGE caps a result at 0.6 GB (64 samples, 128 tokens).
-@st.cache_resource(max_entries=8, show_spinner="Sampling attention…")
-def get_result(_model, name: str, text: str, hyper: tuple[tuple[str, float], ...], n_samples: int,
-               seed: int):
-    """`explain()` once per (model, text, hyperparameters, n_samples, seed); `_model` is unhashed.
-    The charts come from the slider grid: this result writes the captions and the downloads.
+# Shared, read-only results and grids, kept in the library's one byte budget (`bam_viz.cache.CACHE`,
+# $BAM_VIZ_CACHE_MB) with the models' own caches, rather than `st.cache_data` (which pickles a
+# result, 12 MB at 24 tokens and 32 samples, on every miss and unpickles it on every hit) or
+# `st.cache_resource` (bounded in entries: a result at 128 tokens and 64 samples is 2000 times one at
+# 8 tokens and 4).
+# What one sentence may hold of sampled attention in the explorer, the server's memory being shared by
+# every session: the S x L x H x T x T weights of explain(), 4.5 MB a sample at 128 tokens. Measured,
+# one explain() peaks at about 2.5 times its weights, and the whole zoo with its caches must stay under
+# 2.5 GB (docs/performance.md). Up to 85 tokens the explorer's 64 samples fit.
+APP_ATTENTION_ENV = "BAM_VIZ_APP_ATTENTION_MB"
+APP_ATTENTION_MB = 128
+
+
+def samples_that_fit(model, text: str, n_samples: int) -> tuple[int, str | None]:
+    """The samples the explorer draws for `text`: `n_samples`, or fewer for a long sentence, with a
+    sentence saying what was reduced and why (None when nothing was)."""
+    import os
+
+    try:
+        budget = float(os.environ.get(APP_ATTENTION_ENV, APP_ATTENTION_MB)) * 2**20
+    except ValueError:
+        budget = APP_ATTENTION_MB * 2**20
+    try:
+        T = len(model.tokenizer.encode(text)[0])
+    except Exception:                  # a text the tokenizer refuses: explain() says why, with its message
+        return n_samples, None
+    per_sample = 4 * model.n_layers * model.n_heads * T * T
+    fit = max(1, int(budget // per_sample))
+    if n_samples <= fit:
+        return n_samples, None
+    return fit, (f"This sentence has {T} tokens: the explorer draws {fit} attention samples, not {n_samples}, so "
+                 f"that one sentence holds at most {budget / 2**20:.0f} MB of sampled attention on a server shared "
+                 "by every visitor. Shorten the sentence for more samples, or use the library.")
+
+
+def get_result(model, name: str, text: str, hyper: tuple[tuple[str, float], ...], n_samples: int, seed: int):
+    """`explain()` once per (model, text, hyperparameters, n_samples, seed). The charts come from the
+    slider grid: this result writes the captions and the downloads.
 
     Every session shares the returned object: nothing may modify it.
     """
-    return _model.explain(text, n_samples=n_samples, seed=seed, **dict(hyper))
+    key = (name, text, hyper, n_samples, seed)
+    hit = CACHE.get("app.result", key)
+    if hit is None:
+        with st.spinner("Sampling attention…"):
+            hit = CACHE.put("app.result", key, model.explain(text, n_samples=n_samples, seed=seed, **dict(hyper)))
+    return hit
+
+
+CACHE.keep_longer("app.grid")
 
 
 # The sliders the browser moves by itself: every family slider (the rest of a model's hyperparameters
@@ -86,13 +126,41 @@ def get_result(_model, name: str, text: str, hyper: tuple[tuple[str, float], ...
 LIVE_SLIDERS = frozenset(SLIDERS)
 
 
-@st.cache_resource(max_entries=8, show_spinner="Computing every slider value…")
-def get_grid(_model, name: str, text: str, n_samples: int, seed: int, window: tuple[int, ...],
+def get_grid(model, name: str, text: str, n_samples: int, seed: int, window: tuple[int, ...],
              others: tuple[tuple[str, float], ...]):
     """The sentence at every value of the model's sliders (`bam_viz.live.LiveGrid`), shared by every
     session that asks for the same (model, text, S, seed, token window); ~1 MB a sentence at 24 tokens.
-    Its frames are made in the background: `start()` it."""
-    return bam_viz.live.LiveGrid(_model, text, n_samples, seed, window=list(window), **dict(others))
+    Its frames are made in the background: `start()` it. Grids grow as frames are made, so the
+    store measures them again here."""
+    key = (name, text, n_samples, seed, window, others)
+    hit = CACHE.get("app.grid", key)
+    if hit is None:
+        with st.spinner("Computing every slider value…"):
+            hit = CACHE.put("app.grid", key, bam_viz.live.LiveGrid(model, text, n_samples, seed, window=list(window),
+                                                                   **dict(others)))
+    else:
+        CACHE.grew()
+    return hit
+
+
+class View(NamedTuple):
+    """What a run shows, as a key: its result and grid are found in the shared cache (and made again
+    if they were evicted). Held by what a session keeps between runs (a fragment's arguments, a
+    download's function) instead of the objects, which the cache alone may keep alive."""
+
+    name: str
+    text: str
+    hyper: tuple[tuple[str, float], ...]
+    n_samples: int
+    seed: int
+    window: tuple[int, ...]
+    others: tuple[tuple[str, float], ...]
+
+    def result(self, model):
+        return get_result(model, self.name, self.text, self.hyper, self.n_samples, self.seed)
+
+    def grid(self, model):
+        return get_grid(model, self.name, self.text, self.n_samples, self.seed, self.window, self.others)
 
 
 def inside_bytes(grid, post: int, prior: int, layer: int, head: int, query: int, key: int, extra: dict) -> bytes:
