@@ -3,9 +3,13 @@
 Run with `streamlit run app.py`.
 """
 
+import os
 from pathlib import Path
 
 import streamlit as st
+
+# A server shared by a class gives freed memory back rather than keeping it for speed (bam_viz.device).
+os.environ.setdefault("BAM_VIZ_MALLOC_TUNING", "memory")
 
 # The only icon is a file: Material icon names make the browser fetch an SVG from fonts.gstatic.com
 # (the app must work without a network), and emoji cost a new visitor the colour-emoji font.

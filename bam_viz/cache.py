@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 BUDGET_ENV = "BAM_VIZ_CACHE_MB"
-DEFAULT_MB = 512
+DEFAULT_MB = 256
 
 
 def budget_bytes() -> int:
@@ -209,7 +209,7 @@ def release_memory() -> None:
 # ---- working memory -----------------------------------------------------------------------------
 WORK_ENV = "BAM_VIZ_WORK_MB"
 TRIM_AFTER_BYTES = 64 * 2**20     # a call this large that leaves nothing running hands its pages back
-DEFAULT_WORK_MB = 768
+DEFAULT_WORK_MB = 512
 
 
 def explain_bytes(n_samples: int, layers: int, stochastic_layers: int, heads: int, tokens: int) -> int:

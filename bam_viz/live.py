@@ -435,6 +435,12 @@ class FrameScheduler:
                     self._cond.notify_all()
 
     @property
+    def active(self) -> int:
+        """Grids with frames still to make."""
+        with self._cond:
+            return len(self._turns) + (1 if self.busy and not self._turns else 0)
+
+    @property
     def idle(self) -> bool:
         with self._cond:
             return not self._turns and not self.busy

@@ -60,8 +60,9 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve(app: Path, log: Path | None = None, timeout: float = 120.0):
-    """`streamlit run app` on a free port; yields the URL and stops the server on exit."""
+def serve(app: Path, log: Path | None = None, timeout: float = 120.0, process: list | None = None):
+    """`streamlit run app` on a free port; yields the URL and stops the server on exit. `process`,
+    when given, receives the server's `Popen` (its pid is the server's)."""
     port = free_port()
     cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.headless", "true",
            "--browser.gatherUsageStats", "false", "--server.port", str(port),
@@ -69,6 +70,8 @@ def serve(app: Path, log: Path | None = None, timeout: float = 120.0):
     out = open(log, "w") if log else subprocess.DEVNULL  # closed in the finally below
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
+    if process is not None:
+        process.append(proc)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + timeout
@@ -155,13 +158,8 @@ def measure(page, slider_name: str, presses: int, pause_ms: float | list[float] 
 EXPLORER_QUERY = f"?model=bam-wc&n_samples=32&seed=0&text={quote(SENTENCE_24)}"
 
 
-def painted(page, text_id: str | None = None, complete: bool = False, settled: bool = False,
-            timeout_ms: float = 120_000) -> None:
-    """Until both chart components have painted the sliders' latest value on screen (and, with
-    `text_id`, a payload whose id differs from it; with `complete`, every frame of the grid; with
-    `settled`, the charts off screen too, which follow a quarter of a second later), then two frames."""
-    page.wait_for_function(
-        """([old, complete, settled]) => {
+# True when both chart components have painted the sliders' latest value (see `painted`).
+PAINTED_JS = """([old, complete, settled]) => {
             const roots = [...document.querySelectorAll('.bamviz-root[data-kind=summary], '
                                                         + '.bamviz-root[data-kind=inside]')];
             if (roots.length < 2 || !window.bamviz) return false;
@@ -173,7 +171,15 @@ def painted(page, text_id: str | None = None, complete: bool = False, settled: b
                 if (settled && (r.dataset.dirty || '0') !== '0') return false;
             }
             return true;
-        }""", arg=[text_id, complete, settled], timeout=timeout_ms, polling="raf")
+        }"""
+
+
+def painted(page, text_id: str | None = None, complete: bool = False, settled: bool = False,
+            timeout_ms: float = 120_000) -> None:
+    """Until both chart components have painted the sliders' latest value on screen (and, with
+    `text_id`, a payload whose id differs from it; with `complete`, every frame of the grid; with
+    `settled`, the charts off screen too, which follow a quarter of a second later), then two frames."""
+    page.wait_for_function(PAINTED_JS, arg=[text_id, complete, settled], timeout=timeout_ms, polling="raf")
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 

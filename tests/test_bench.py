@@ -24,3 +24,25 @@ def test_run_bench_reports_consistent_figures(tmp_path):
     assert 0 < r["grid_first_frame_ms"] < r["grid_complete_ms"] and r["grid_values"] == 46
     assert r["grid_prior_values"] == 33 and r["summary_bytes"] > 0 and r["inside_bytes"] > r["summary_bytes"]
     assert (tmp_path / "b.json").exists()
+
+
+def test_the_browser_benchmarks_ask_what_they_claim():
+    """bench/soak.py's URLs are long (past the models' 128 tokens) and distinct, and bench/load.py's
+    twenty sentences are distinct with distinct footer fingerprints: otherwise a cache would answer
+    the soak, and cross-talk between students could not be told apart."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import load
+    import soak
+
+    import bam_viz
+
+    tokenizer = bam_viz.load("softmax").tokenizer
+    texts = [soak.long_sentence(i) for i in range(30)]
+    assert len(set(texts)) == 30 and all(tokenizer.length(t) > 128 for t in texts)
+    assert len({soak.url_for("http://127.0.0.1:1", i, "bam-wc") for i in range(30)}) == 30
+    sentences = [load.sentence(j) for j in range(20)]
+    assert len(set(sentences)) == 20 and len({load.tag(s) for s in sentences}) == 20
+    assert all(10 < tokenizer.length(s) < 40 for s in sentences)

@@ -89,7 +89,7 @@ def test_budget_from_the_environment(monkeypatch):
     monkeypatch.setenv("BAM_VIZ_CACHE_MB", "64")
     assert budget_bytes() == 64 * 2**20
     monkeypatch.delenv("BAM_VIZ_CACHE_MB")
-    assert budget_bytes() == 512 * 2**20
+    assert budget_bytes() == 256 * 2**20
     for bad in ("lots", "-1", "inf", "nan"):
         monkeypatch.setenv("BAM_VIZ_CACHE_MB", bad)
         with pytest.raises(ValueError, match="BAM_VIZ_CACHE_MB"):

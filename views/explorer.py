@@ -374,9 +374,16 @@ def main() -> None:
     sync_hyper_to_model(model)
     with st.sidebar:
         model_summary(model)
-    # While the sentence's slider grid is being made, the fragment reruns itself every POLL_S to send
-    # the new frames; it switches this on and off with a full run (`_poll`).
-    st.fragment(live_view, run_every=POLL_S if ss.get("_grid_pending") else None)(model, name)
+    # While the sentence's slider grid is being made, the fragment reruns itself to send the new
+    # frames; it switches this on and off with a full run (`_poll`).
+    st.fragment(live_view, run_every=poll_interval() if ss.get("_grid_pending") else None)(model, name)
+
+
+def poll_interval() -> float:
+    """POLL_S, stretched by the number of grids sharing the background workers: each grid's frames
+    come that much more slowly, so a poll finds as many new ones, and twenty sessions polling every
+    0.5 s would spend the machine on reruns and the browsers' redraws (measured: press p95 3.4 s)."""
+    return POLL_S * max(1.0, live.FRAMES.active / live.WORKERS)
 
 
 def live_view(model, name: str) -> None:

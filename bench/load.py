@@ -1,0 +1,210 @@
+"""A class on one server: twenty browser sessions at once, each with its own sentence and sliders.
+
+    .venv/bin/python bench/load.py [--sessions 20] [--stagger 10] [--presses 10] [--json out.json]
+
+On a fresh server (loopback only), in one headless Debian chromium, each session in a browser
+context of its own (its own Streamlit session):
+  single   one session alone, first: opens the explorer (bam-wc, 32 samples), types a sentence of
+           its own, then presses ArrowRight on `shape_k` `--presses` times with pauses of 0.2-1.5 s;
+  load     `--sessions` sessions doing the same at once, started `--stagger` seconds apart in all.
+Per session: the page load (to its first charts painted; a failure after 60 s), the new sentence (to
+its first charts), each press (to both chart components painted: the move a user sees), and the
+settle (after the last press, until the server's footer shows this session's sentence and its last
+slider value: the release's round trip). Cross-talk: each session must end with its own sentence's
+fingerprint in the footer the server wrote for it, its own sentence in its URL, and the shape_k it
+moved to. Reported: medians and p95 of the presses, single against load, and their ratio (the goal
+is at most 3), failures, and any session that saw another's sentence.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import random
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from browser_latency import CHROMIUM, CHROMIUM_ARGS, PAINTED_JS, PAUSES_S, ROOT, serve, summary  # noqa: E402
+
+START = "/?model=bam-wc&n_samples=32&seed=0"
+SUBJECTS = ("the actor", "the script", "the director", "the score", "the camera", "the editing", "the cast",
+            "the villain", "the ending", "the sequel", "the remake", "the pacing", "the dialogue", "the plot",
+            "the heroine", "the costumes", "the soundtrack", "the finale", "the premise", "the humour",
+            "the lighting", "the twist", "the setting", "the story")
+VERDICTS = ("is a quiet delight", "never quite works", "feels tired and long", "carries the whole film",
+            "made me laugh out loud", "is oddly forgettable", "deserves every award", "drags the middle down")
+# Waits other than a press's check every POLL_MS: a check on every animation frame ("raf") keeps each
+# of twenty pages drawing 60 frames a second, which is the benchmark loading the machine, not the app.
+# A press is timed on animation frames, as in bench/browser_latency.py.
+POLL_MS = 50
+FIRST_CHARTS = ("() => { const r = document.querySelector('.bamviz-root[data-kind=summary]');"
+                " return r && r.dataset.painted && r.dataset.painted !== '0'; }")
+
+
+def sentence(j: int) -> str:
+    """Session j's own sentence: distinct for every j below len(SUBJECTS) * len(VERDICTS)."""
+    subject, verdict = SUBJECTS[j % len(SUBJECTS)], VERDICTS[(j // len(SUBJECTS) + j) % len(VERDICTS)]
+    return f"{subject} {verdict}, and by the end {subject} is what i will remember about this one"
+
+
+def tag(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+
+
+async def session(browser, base: str, j: int, presses: int, delay: float, timeout_s: float) -> dict:
+    """One student: open, type, press; returns what was measured and seen."""
+    rng = random.Random(j)
+    await asyncio.sleep(delay)
+    rec: dict = {"session": j, "text": sentence(j), "presses_s": []}
+    context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = await context.new_page()
+    frames = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+    try:
+        t0 = time.perf_counter()
+        await page.goto(base + START, timeout=timeout_s * 1000)
+        await page.wait_for_function(FIRST_CHARTS, timeout=timeout_s * 1000, polling=POLL_MS)
+        rec["load_s"] = round(time.perf_counter() - t0, 3)
+    except Exception as err:                       # a timeout is this benchmark's failure to report
+        rec["load_failed"] = f"{type(err).__name__}: {str(err).splitlines()[0]}"
+        await context.close()
+        return rec
+    try:
+        old = await page.evaluate("() => document.querySelector('.bamviz-root[data-kind=summary]')?.dataset.id")
+        box = page.get_by_label("Sentence (text)")
+        await box.fill(rec["text"])
+        t0 = time.perf_counter()
+        await box.press("Control+Enter")
+        await page.wait_for_function(PAINTED_JS, arg=[old, False, False], timeout=timeout_s * 1000,
+                                     polling=POLL_MS)
+        rec["sentence_s"] = round(time.perf_counter() - t0, 3)
+        slider = page.get_by_role("slider", name=re.compile(r"^shape_k "))
+        await slider.focus()
+        for _ in range(presses):
+            await page.wait_for_timeout(1000 * rng.uniform(*PAUSES_S))
+            t0 = time.perf_counter()
+            await page.keyboard.press("ArrowRight")
+            await page.wait_for_function(PAINTED_JS, arg=[None, False, False], timeout=timeout_s * 1000,
+                                         polling="raf")
+            await page.evaluate(frames)
+            rec["presses_s"].append(round(time.perf_counter() - t0, 4))
+        shown = await slider.get_attribute("aria-valuetext") or await slider.input_value()
+        rec["shape_k_shown"] = shown
+        t0 = time.perf_counter()
+        want = f"text {tag(rec['text'])} "
+        await page.wait_for_function(
+            """([want, k]) => { const m = document.querySelector('.st-key-render_marker');
+                 return m && m.innerText.includes(want) && m.innerText.includes('shape_k=' + k); }""",
+            arg=[want, _format(shown)], timeout=timeout_s * 1000, polling=POLL_MS)
+        rec["settle_s"] = round(time.perf_counter() - t0, 3)
+        marker = await page.locator(".st-key-render_marker").inner_text()
+        href = await page.evaluate("() => location.href")
+        rec["own_text_in_footer"] = want in marker
+        rec["own_text_in_url"] = parse_qs(urlparse(href).query).get("text", [""])[0] == rec["text"]
+    except Exception as err:
+        rec["error"] = f"{type(err).__name__}: {str(err).splitlines()[0]}"
+    finally:
+        await context.close()
+    return rec
+
+
+def cpu_seconds(pid: int | None = None, comm: str | None = None) -> float:
+    """CPU seconds (user + system) used so far by process `pid`, or by every process whose name
+    contains `comm` (chromium's many processes)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    pids = [pid] if pid is not None else [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+    total = 0.0
+    for p in pids:
+        try:
+            stat = Path(f"/proc/{p}/stat").read_text()
+            name = stat[stat.index("(") + 1 : stat.rindex(")")]
+            if comm is not None and comm not in name:
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def _format(shown: str) -> str:
+    """The footer's format of a slider value (`views.state.format_value`: 3 significant digits)."""
+    try:
+        return f"{float(shown):.3g}"
+    except ValueError:
+        return shown
+
+
+async def run_async(sessions: int, stagger: float, presses: int, timeout_s: float, log: Path | None) -> dict:
+    from playwright.async_api import async_playwright
+
+    if not Path(CHROMIUM).exists():
+        raise FileNotFoundError(f"{CHROMIUM} not found: install Debian's chromium (make chromium)")
+    out: dict = {"sessions": sessions, "stagger_s": stagger, "presses": presses, "load_1min": os.getloadavg()[0]}
+    proc: list = []
+    with serve(ROOT / "app.py", log=log, process=proc) as base:
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            await session(browser, base, 10_000, 2, 0.0, timeout_s)          # warm-up: model, first compile
+            single = await session(browser, base, 9_999, presses, 0.0, timeout_s)
+            t0 = time.perf_counter()
+            cpu0 = cpu_seconds(proc[0].pid), cpu_seconds(comm="chrom")
+            crowd = await asyncio.gather(*[session(browser, base, j, presses, j * stagger / max(sessions - 1, 1),
+                                                   timeout_s) for j in range(sessions)])
+            out["load_seconds"] = round(time.perf_counter() - t0, 1)
+            # Where the machine's time went while the class worked: the server, and every chromium process
+            out["cpu_seconds"] = {"server": round(cpu_seconds(proc[0].pid) - cpu0[0], 1),
+                                  "chromium": round(cpu_seconds(comm="chrom") - cpu0[1], 1),
+                                  "available": round(out["load_seconds"] * (os.cpu_count() or 1), 1)}
+            await browser.close()
+    out["single"] = _report([single])
+    out["load"] = _report(crowd)
+    if out["single"]["presses"] and out["load"]["presses"]:
+        out["p95_ratio"] = round(out["load"]["presses"]["p95_s"] / out["single"]["presses"]["p95_s"], 2)
+        out["median_ratio"] = round(out["load"]["presses"]["median_s"] / out["single"]["presses"]["median_s"], 2)
+    out["sessions_detail"] = [single, *crowd]
+    return out
+
+
+def _report(recs: list[dict]) -> dict:
+    def stats(key):
+        values = [r[key] for r in recs if key in r]
+        return {"median_s": round(statistics.median(values), 3), "max_s": round(max(values), 3),
+                "n": len(values)} if values else None
+
+    presses = [t for r in recs for t in r["presses_s"]]
+    return {
+        "load": stats("load_s"), "sentence": stats("sentence_s"), "settle": stats("settle_s"),
+        "presses": {k: v for k, v in summary(presses).items() if k != "times_s"} if presses else None,
+        "load_failures": [r["session"] for r in recs if "load_failed" in r],
+        "errors": {r["session"]: r["error"] for r in recs if "error" in r},
+        "cross_talk": [r["session"] for r in recs if "load_failed" not in r and "error" not in r
+                       and not (r.get("own_text_in_footer") and r.get("own_text_in_url"))],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sessions", type=int, default=20)
+    ap.add_argument("--stagger", type=float, default=10.0, help="seconds over which the sessions start")
+    ap.add_argument("--presses", type=int, default=10)
+    ap.add_argument("--timeout", type=float, default=60.0, help="seconds before a wait counts as failed")
+    ap.add_argument("--log", type=Path, default=None, help="the server's output")
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args()
+    result = asyncio.run(run_async(args.sessions, args.stagger, args.presses, args.timeout, args.log))
+    print(json.dumps({k: v for k, v in result.items() if k != "sessions_detail"}, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
