@@ -11,8 +11,8 @@ import streamlit as st
 # A server shared by a class gives freed memory back rather than keeping it for speed (bam_viz.device).
 os.environ.setdefault("BAM_VIZ_MALLOC_TUNING", "memory")
 
-# The only icon is a file: Material icon names make the browser fetch an SVG from fonts.gstatic.com
-# (the app must work without a network), and emoji cost a new visitor the colour-emoji font.
+# The only icon is a local file: a Material icon name makes the browser fetch its SVG from an outside
+# font server (the app must work without a network), and emoji cost a new visitor the colour-emoji font.
 st.set_page_config(page_title="BAM: seeing attention uncertainty",
                    page_icon=str(Path(__file__).with_name("views") / "icon.png"), layout="wide")
 page = st.navigation([

@@ -30,18 +30,23 @@ BUDGET_ENV = "BAM_VIZ_CACHE_MB"
 DEFAULT_MB = 256
 
 
-def budget_bytes() -> int:
-    """$BAM_VIZ_CACHE_MB in bytes (the default when unset); a clear error for anything but a number >= 0."""
-    raw = os.environ.get(BUDGET_ENV)
+def env_megabytes(name: str, default_mb: float) -> int:
+    """$name in bytes (`default_mb` when unset); a clear error for anything but a finite number >= 0."""
+    raw = os.environ.get(name)
     if raw is None or not raw.strip():
-        return DEFAULT_MB * 2**20
+        return int(default_mb * 2**20)
     try:
         mb = float(raw)
     except ValueError:
-        raise ValueError(f"${BUDGET_ENV} must be a number of megabytes, not {raw!r}") from None
+        raise ValueError(f"${name} must be a number of megabytes, not {raw!r}") from None
     if not (mb >= 0 and mb != float("inf")):
-        raise ValueError(f"${BUDGET_ENV} must be a finite number of megabytes >= 0, not {raw!r}")
+        raise ValueError(f"${name} must be a finite number of megabytes >= 0, not {raw!r}")
     return int(mb * 2**20)
+
+
+def budget_bytes() -> int:
+    """$BAM_VIZ_CACHE_MB in bytes (`DEFAULT_MB` when unset)."""
+    return env_megabytes(BUDGET_ENV, DEFAULT_MB)
 
 
 def nbytes(obj, _seen: set | None = None) -> int:
@@ -235,12 +240,7 @@ class WorkingMemory:
     @property
     def budget(self) -> int:
         if self._budget is None:
-            raw = os.environ.get(WORK_ENV, "").strip()
-            try:
-                mb = float(raw) if raw else DEFAULT_WORK_MB
-            except ValueError:
-                raise ValueError(f"${WORK_ENV} must be a number of megabytes, not {raw!r}") from None
-            self._budget = max(int(mb * 2**20), 1)
+            self._budget = max(env_megabytes(WORK_ENV, DEFAULT_WORK_MB), 1)
         return self._budget
 
     @property

@@ -131,15 +131,15 @@ def get_grid(model, name: str, text: str, n_samples: int, seed: int, window: tup
     """The sentence at every value of the model's sliders (`bam_viz.live.LiveGrid`), shared by every
     session that asks for the same (model, text, S, seed, token window); ~1 MB a sentence at 24 tokens.
     Its frames are made in the background: `start()` it. Grids grow as frames are made, so the
-    store measures them again here."""
+    store measures them again here while this one is unfinished."""
     key = (name, text, n_samples, seed, window, others)
     hit = CACHE.get("app.grid", key)
     if hit is None:
         with st.spinner("Computing every slider value…"):
             hit = CACHE.put("app.grid", key, bam_viz.live.LiveGrid(model, text, n_samples, seed, window=list(window),
                                                                    **dict(others)))
-    else:
-        CACHE.grew()
+    elif not hit.complete:
+        CACHE.grew()                   # only a grid still being made grows: a finished one is not re-measured
     return hit
 
 
