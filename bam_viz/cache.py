@@ -144,16 +144,21 @@ class Cache:
         hit = self.get(namespace, key)
         return hit if hit is not None else self.put(namespace, key, make())
 
-    def grew(self) -> None:
-        """Some stored value may be larger now: measure again and evict to the budget."""
+    def grew(self, namespace: str | None = None, key: Hashable = None) -> None:
+        """A stored value may be larger now: measure it again (every value, when no namespace is
+        named) and evict to the budget. Sizes are measured on `put` and here, never on every
+        eviction: walking every entry's tensors on each call held the GIL for 43% of a twenty-session
+        class's server time (py-spy), blocking every other session's rerun."""
         with self._lock:
+            keys = (list(self._items) if namespace is None
+                    else [(namespace, key)] if (namespace, key) in self._items else [])
+            for k in keys:
+                value = self._items[k][0]
+                self._items[k] = (value, nbytes(value))
             self._evict()
 
     def _evict(self) -> None:
-        sizes = {k: nbytes(v) for k, (v, _) in self._items.items()}
-        for k, size in sizes.items():
-            self._items[k] = (self._items[k][0], size)
-        total = sum(sizes.values())
+        total = sum(size for _, size in self._items.values())
         evicted = False
         for dear in (False, True):                  # the cheap to make again first, least recent first
             for k in [k for k in self._items if (k[0] in self._dear) == dear]:

@@ -32,6 +32,7 @@ import struct
 import threading
 import time
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -387,6 +388,7 @@ class FrameScheduler:
         self._cond = threading.Condition()
         self._threads: list[threading.Thread] = []
         self.busy = 0                             # frames being made now
+        self.front = 0                            # requests being answered now (`foreground`)
 
     def add(self, grid: LiveGrid, order: list[int]) -> None:
         with self._cond:
@@ -416,11 +418,28 @@ class FrameScheduler:
             return grid, i
         return None
 
+    @contextmanager
+    def foreground(self):
+        """Mark a request being answered (a page or fragment run): no background frame starts while
+        one is, for up to YIELD_S. Nice alone cannot give a run the machine: the workers are threads
+        of the same process, and a frame holding the GIL stalls every run's Python."""
+        with self._cond:
+            self.front += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self.front -= 1
+                self._cond.notify_all()
+
     def _run(self) -> None:
         lower_priority()
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: bool(self._turns))
+                # Runs first; after YIELD_S a frame starts anyway, so a class that never pauses still
+                # gets its grids (their polling stops only when they are done).
+                self._cond.wait_for(lambda: self.front == 0, timeout=YIELD_S)
                 job = self._next()
                 if job is None:
                     continue
@@ -450,6 +469,7 @@ FRAMES = FrameScheduler()
 
 
 NICE = 10                        # background work's niceness: what a user waits for goes first
+YIELD_S = 0.25                   # the longest a background frame waits for requests being answered
 
 
 def lower_priority() -> None:

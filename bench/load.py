@@ -14,6 +14,13 @@ slider value: the release's round trip). Cross-talk: each session must end with 
 fingerprint in the footer the server wrote for it, its own sentence in its URL, and the shape_k it
 moved to. Reported: medians and p95 of the presses, single against load, and their ratio (the goal
 is at most 3), failures, and any session that saw another's sentence.
+
+With `--browsers B` (B < sessions), only B sessions are chromium pages (spread evenly through the
+stagger) and the others are `protocol_client.Student`s: students whose browsers run on machines of
+their own, as in a classroom. A student asks of the server everything the page asks (the page and
+its scripts, the runs, the polls, the chart payloads, the new sentence, a release after each of its
+`--presses` slider moves) without a browser's CPU on this machine. Their round trips (page to first
+charts, new sentence, release to the footer) are reported beside one student alone, in the same run.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from urllib.parse import parse_qs, urlparse
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from browser_latency import CHROMIUM, CHROMIUM_ARGS, PAINTED_JS, PAUSES_S, ROOT, serve, summary  # noqa: E402
+from protocol_client import Student  # noqa: E402
 
 START = "/?model=bam-wc&n_samples=32&seed=0"
 SUBJECTS = ("the actor", "the script", "the director", "the score", "the camera", "the editing", "the cast",
@@ -116,6 +124,40 @@ async def session(browser, base: str, j: int, presses: int, delay: float, timeou
     return rec
 
 
+async def student(base: str, j: int, presses: int, delay: float, timeout_s: float) -> dict:
+    """One student whose browser is elsewhere (`protocol_client.Student`): the same steps as
+    `session`, timed at the server's footer; each press is its release (a press alone never
+    reaches the server)."""
+    rng = random.Random(j)
+    await asyncio.sleep(delay)
+    rec: dict = {"session": j, "text": sentence(j), "releases_s": [], "browser": False}
+    s = Student(base)
+    try:
+        t0 = time.perf_counter()
+        await s.start(START.lstrip("/?"))
+        await s.until_charts(timeout_s)
+        rec["load_s"] = round(time.perf_counter() - t0, 3)
+    except Exception as err:
+        rec["load_failed"] = f"{type(err).__name__}: {str(err).splitlines()[0]}"
+        await s.close()
+        return rec
+    try:
+        rec["sentence_s"] = round(await s.type(rec["text"], timeout_s), 3)
+        values, current = s.slider_values("shape_k")
+        i = values.index(current) if current in values else 0
+        for _ in range(presses):
+            await asyncio.sleep(rng.uniform(*PAUSES_S))
+            i = min(i + 1, len(values) - 1)
+            rec["releases_s"].append(round(await s.release("shape_k", values[i], timeout_s), 4))
+        rec.update(s.own(rec["text"]))
+        rec["grid_ready"], rec["polls"], rec["bytes_in"] = list(s.grid()), s.polls, s.bytes_in
+    except Exception as err:
+        rec["error"] = f"{type(err).__name__}: {str(err).splitlines()[0]}"
+    finally:
+        await s.close()
+    return rec
+
+
 def cpu_seconds(pid: int | None = None, comm: str | None = None) -> float:
     """CPU seconds (user + system) used so far by process `pid`, or by every process whose name
     contains `comm` (chromium's many processes)."""
@@ -143,22 +185,35 @@ def _format(shown: str) -> str:
         return shown
 
 
-async def run_async(sessions: int, stagger: float, presses: int, timeout_s: float, log: Path | None) -> dict:
+def browser_slots(sessions: int, browsers: int) -> set[int]:
+    """Which of the sessions are chromium pages: `browsers` of them, spread evenly through the stagger."""
+    browsers = max(0, min(browsers, sessions))
+    return {round(i * sessions / browsers) for i in range(browsers)} if browsers else set()
+
+
+async def run_async(sessions: int, stagger: float, presses: int, timeout_s: float, log: Path | None,
+                    browsers: int | None = None) -> dict:
     from playwright.async_api import async_playwright
 
     if not Path(CHROMIUM).exists():
         raise FileNotFoundError(f"{CHROMIUM} not found: install Debian's chromium (make chromium)")
-    out: dict = {"sessions": sessions, "stagger_s": stagger, "presses": presses, "load_1min": os.getloadavg()[0]}
+    browsers = sessions if browsers is None else browsers
+    in_browser = browser_slots(sessions, browsers)
+    out: dict = {"sessions": sessions, "browsers": len(in_browser), "stagger_s": stagger, "presses": presses,
+                 "load_1min": os.getloadavg()[0]}
     proc: list = []
     with serve(ROOT / "app.py", log=log, process=proc) as base:
         async with async_playwright() as pw:
             browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
             await session(browser, base, 10_000, 2, 0.0, timeout_s)          # warm-up: model, first compile
             single = await session(browser, base, 9_999, presses, 0.0, timeout_s)
+            alone = await student(base, 9_998, presses, 0.0, timeout_s) if len(in_browser) < sessions else None
             t0 = time.perf_counter()
             cpu0 = cpu_seconds(proc[0].pid), cpu_seconds(comm="chrom")
-            crowd = await asyncio.gather(*[session(browser, base, j, presses, j * stagger / max(sessions - 1, 1),
-                                                   timeout_s) for j in range(sessions)])
+            crowd = await asyncio.gather(*[
+                (session(browser, base, j, presses, delay, timeout_s) if j in in_browser
+                 else student(base, j, presses, delay, timeout_s))
+                for j, delay in ((j, j * stagger / max(sessions - 1, 1)) for j in range(sessions))])
             out["load_seconds"] = round(time.perf_counter() - t0, 1)
             # Where the machine's time went while the class worked: the server, and every chromium process
             out["cpu_seconds"] = {"server": round(cpu_seconds(proc[0].pid) - cpu0[0], 1),
@@ -167,10 +222,16 @@ async def run_async(sessions: int, stagger: float, presses: int, timeout_s: floa
             await browser.close()
     out["single"] = _report([single])
     out["load"] = _report(crowd)
+    if alone is not None:
+        out["student_single"] = _report([alone])
+        out["students"] = _report([r for r in crowd if r["session"] not in in_browser])
+        if out["student_single"]["releases"] and out["students"]["releases"]:
+            out["release_p95_ratio"] = round(out["students"]["releases"]["p95_s"]
+                                             / out["student_single"]["releases"]["p95_s"], 2)
     if out["single"]["presses"] and out["load"]["presses"]:
         out["p95_ratio"] = round(out["load"]["presses"]["p95_s"] / out["single"]["presses"]["p95_s"], 2)
         out["median_ratio"] = round(out["load"]["presses"]["median_s"] / out["single"]["presses"]["median_s"], 2)
-    out["sessions_detail"] = [single, *crowd]
+    out["sessions_detail"] = [single, *([alone] if alone else []), *crowd]
     return out
 
 
@@ -180,10 +241,12 @@ def _report(recs: list[dict]) -> dict:
         return {"median_s": round(statistics.median(values), 3), "max_s": round(max(values), 3),
                 "n": len(values)} if values else None
 
-    presses = [t for r in recs for t in r["presses_s"]]
+    presses = [t for r in recs for t in r.get("presses_s", [])]
+    releases = [t for r in recs for t in r.get("releases_s", [])]
     return {
         "load": stats("load_s"), "sentence": stats("sentence_s"), "settle": stats("settle_s"),
         "presses": {k: v for k, v in summary(presses).items() if k != "times_s"} if presses else None,
+        "releases": {k: v for k, v in summary(releases).items() if k != "times_s"} if releases else None,
         "load_failures": [r["session"] for r in recs if "load_failed" in r],
         "errors": {r["session"]: r["error"] for r in recs if "error" in r},
         "cross_talk": [r["session"] for r in recs if "load_failed" not in r and "error" not in r
@@ -196,11 +259,14 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=20)
     ap.add_argument("--stagger", type=float, default=10.0, help="seconds over which the sessions start")
     ap.add_argument("--presses", type=int, default=10)
+    ap.add_argument("--browsers", type=int, default=None,
+                    help="how many sessions are chromium pages (default: all); the rest are protocol students")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds before a wait counts as failed")
     ap.add_argument("--log", type=Path, default=None, help="the server's output")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
-    result = asyncio.run(run_async(args.sessions, args.stagger, args.presses, args.timeout, args.log))
+    result = asyncio.run(run_async(args.sessions, args.stagger, args.presses, args.timeout, args.log,
+                                    args.browsers))
     print(json.dumps({k: v for k, v in result.items() if k != "sessions_detail"}, indent=2))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))

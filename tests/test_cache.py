@@ -69,6 +69,32 @@ def test_a_value_that_grows_is_measured_again():
     assert c.get("grid", 1) is None and c.used() == 4000
 
 
+def test_one_grown_value_is_measured_alone():
+    """`grew(namespace, key)` measures that entry; a put measures only its own value: an eviction
+    never walks the other entries (it used to, on every call, and held the GIL for it)."""
+    import bam_viz.cache as cache_module
+
+    c = Cache(budget=100_000)
+    a, b = {"frames": []}, {"frames": []}
+    c.put("grid", "a", a)
+    c.put("grid", "b", b)
+    a["frames"].append(torch.zeros(1000))
+    b["frames"].append(torch.zeros(1000))
+    c.grew("grid", "a")
+    assert c.report() == {"grid": {"entries": 2, "bytes": 4000}}      # b as last measured: 0
+    c.grew("grid", "missing")                                          # not stored: nothing to do
+    walked = []
+    real = cache_module.nbytes
+    cache_module.nbytes = lambda value, _seen=None: walked.append(value) or real(value, _seen)
+    try:
+        c.put("n", 1, torch.zeros(10))
+    finally:
+        cache_module.nbytes = real
+    assert len(walked) == 1                                            # the new value alone
+    c.grew()                                                           # every entry, when asked
+    assert c.used() == 8040
+
+
 def test_cache_survives_threads():
     c = Cache(budget=3 * 400)
 

@@ -4,6 +4,7 @@ table agrees with the layer's own KL at every (k, beta); the packed bytes decode
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -205,3 +206,35 @@ def test_frames_of_many_grids_are_made_in_turn(monkeypatch):
     assert made == [("a", 1), ("b", 0), ("a", 2), ("b", 1), ("a", 0), ("b", 2)]
     assert not c.started and all(f is not None for f in a.frames + b.frames)
     assert all(t.daemon for t in scheduler._threads)          # they never keep a server from exiting
+
+
+class _FakeGrid:
+    """What the scheduler reads of a grid; `_work` records when each frame was made."""
+
+    def __init__(self, n: int):
+        self.frames, self._making, self.touched, self.started, self.made = [None] * n, set(), time.monotonic(), True, []
+
+    def _work(self, i: int) -> None:
+        self.made.append((i, time.monotonic()))
+        self.frames[i] = object()
+
+
+def test_background_frames_wait_for_requests_being_answered(monkeypatch):
+    """A frame does not start while a page run is in progress, and starts anyway after YIELD_S, so a
+    class that never pauses still gets its grids."""
+    monkeypatch.setattr(live, "YIELD_S", 0.4)
+    scheduler = live.FrameScheduler(workers=1)
+    grid = _FakeGrid(3)
+    with scheduler.foreground():
+        t0 = time.monotonic()
+        scheduler.add(grid, [0, 1, 2])
+        time.sleep(0.2)
+        assert grid.made == []                                   # held back by the run
+        deadline = time.monotonic() + 5
+        while not grid.made and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert grid.made and grid.made[0][1] - t0 >= 0.35         # then made: the wait is bounded
+    deadline = time.monotonic() + 5
+    while len(grid.made) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert [i for i, _ in grid.made] == [0, 1, 2] and scheduler.front == 0

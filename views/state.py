@@ -115,6 +115,8 @@ def get_result(model, name: str, text: str, hyper: tuple[tuple[str, float], ...]
     if hit is None:
         with st.spinner("Sampling attention…"):
             hit = CACHE.put("app.result", key, model.explain(text, n_samples=n_samples, seed=seed, **dict(hyper)))
+    else:
+        CACHE.grew("app.result", key)  # its cached properties fill in as the views read them
     return hit
 
 
@@ -130,16 +132,16 @@ def get_grid(model, name: str, text: str, n_samples: int, seed: int, window: tup
              others: tuple[tuple[str, float], ...]):
     """The sentence at every value of the model's sliders (`bam_viz.live.LiveGrid`), shared by every
     session that asks for the same (model, text, S, seed, token window); ~1 MB a sentence at 24 tokens.
-    Its frames are made in the background: `start()` it. Grids grow as frames are made, so the
-    store measures them again here while this one is unfinished."""
+    Its frames are made in the background: `start()` it. Grids grow as frames are made (and
+    payloads are memoised from them), so the store measures this one again on every hit."""
     key = (name, text, n_samples, seed, window, others)
     hit = CACHE.get("app.grid", key)
     if hit is None:
         with st.spinner("Computing every slider value…"):
             hit = CACHE.put("app.grid", key, bam_viz.live.LiveGrid(model, text, n_samples, seed, window=list(window),
                                                                    **dict(others)))
-    elif not hit.complete:
-        CACHE.grew()                   # only a grid still being made grows: a finished one is not re-measured
+    else:
+        CACHE.grew("app.grid", key)    # frames, and the payloads made from them, are added after it is stored
     return hit
 
 

@@ -1,0 +1,221 @@
+"""A student whose browser is on another machine: Streamlit's own protocol, without a browser.
+
+`bench/load.py --browsers B` runs B of its sessions in chromium and the rest as `Student`s. A
+student asks of the server exactly what the explorer's page asks of it, in the same order:
+
+  page      GET the page and the scripts and styles it names, open the websocket (`/_stcore/stream`),
+            ask for a run with the URL's query string;
+  polls     every fragment the server asks to rerun (`AutoRerun`), at the interval it asks, until it
+            stops asking (the slider grid's polling while its frames are made);
+  payloads  GET every chart payload a run names (`/app/static/live/<hash>.bin`), once each, as the
+            page's component does;
+  sentence  the text area's new value (Ctrl+Enter), a full run;
+  release   the sliders component's `hyper` state after a slider's release, a rerun of its fragment.
+
+and it times each against the footer the server writes (`views.explorer.render_marker`: the
+sentence's fingerprint, the slider values, the grid's progress). What it leaves out is the
+browser's own work (parsing Streamlit's scripts, drawing), which in a classroom runs on each
+student's machine; a press in the explorer never reaches the server, so a student has no presses
+of its own to time, only their releases.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+import time
+import urllib.request
+from urllib.parse import parse_qs
+
+MARKER = re.compile(r"view \d+ · text (?P<tag>[0-9a-f]{8}) · .*slider grid (?P<ready>\d+)/(?P<total>\d+)")
+PAYLOAD = re.compile(rb"/app/static/live/[0-9a-f]{24}\.bin")
+ASSETS = re.compile(r'(?:src|href)="(\.?/?static/[^"]+)"')
+FINISHED_OK = 0                     # ScriptFinishedStatus.FINISHED_SUCCESSFULLY (a whole run)
+
+
+def tag(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+
+
+class Student:
+    """One protocol session. `await start(query)`, then `type(text)` and `release(name, value)`;
+    each returns the seconds until the server's footer shows the change."""
+
+    def __init__(self, base: str):
+        self.base = base
+        self.ws = None
+        self.widgets: dict[str, str] = {}          # key -> widget id
+        self.fragment_of: dict[str, str] = {}      # widget id -> its fragment's id
+        self.states: dict[str, object] = {}        # widget id -> the value this "browser" holds
+        self.timers: dict[str, float] = {}         # fragment id -> rerun interval (s)
+        self._timers_this_run: dict[str, float] = {}
+        self.query = ""
+        self.marker = ""
+        self.sliders: dict | None = None           # the sliders component's data (values, current)
+        self.fetched: set[bytes] = set()
+        self.bytes_in = 0
+        self.polls = 0
+        self._changed = asyncio.Event()
+        self._tasks: list[asyncio.Task] = []
+
+    # ---- the page --------------------------------------------------------------------------------
+    async def start(self, query: str) -> None:
+        import websockets
+
+        await asyncio.to_thread(self._get_page)
+        url = self.base.replace("http", "ws", 1) + "/_stcore/stream"
+        self.ws = await websockets.connect(url, subprotocols=["streamlit"], origin=self.base, max_size=None)
+        self.query = query
+        self._tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._tick())]
+        await self._send()
+
+    def _get_page(self) -> None:
+        html = self._get("/").decode("utf-8", "replace")
+        for asset in sorted(set(ASSETS.findall(html))):
+            self._get("/" + asset.lstrip("./"))
+
+    def _get(self, path: str) -> bytes:
+        req = urllib.request.Request(self.base + path, headers={"Accept-Encoding": "gzip"})
+        with urllib.request.urlopen(req, timeout=120) as r:
+            body = r.read()
+        self.bytes_in += len(body)
+        return body
+
+    async def close(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        if self.ws is not None:
+            await self.ws.close()
+
+    # ---- what a user does ------------------------------------------------------------------------
+    async def type(self, text: str, timeout: float) -> float:
+        t0 = time.perf_counter()
+        self.states[self.widgets["text"]] = ("string_value", text)
+        await self._send()
+        await self._until(lambda: self._shows(tag(text)), timeout)
+        return time.perf_counter() - t0
+
+    async def release(self, name: str, value: float, timeout: float) -> float:
+        """The sliders component's state after a release: every slider's value, `name` moved."""
+        sliders = self.sliders or {}
+        hyper = {s["name"]: float(s["current"]) for s in sliders.get("sliders", [])}
+        hyper[name] = float(value)
+        wid = self.widgets["live_sliders"]
+        self.states[wid] = ("json_value", json.dumps({"hyper": hyper}))
+        t0 = time.perf_counter()
+        await self._send(fragment=self.fragment_of.get(wid, ""))
+        want = f"{name}={value:.3g}"
+        await self._until(lambda: want in self.marker, timeout)
+        return time.perf_counter() - t0
+
+    def slider_values(self, name: str) -> tuple[list[float], float]:
+        for s in (self.sliders or {}).get("sliders", []):
+            if s["name"] == name:
+                return [float(v) for v in s["values"]], float(s["current"])
+        raise KeyError(name)
+
+    async def until_charts(self, timeout: float) -> None:
+        await self._until(lambda: bool(MARKER.search(self.marker)) and bool(self.fetched), timeout)
+
+    def own(self, text: str) -> dict:
+        """Whether the server's footer and URL for this session name its own sentence."""
+        shown = parse_qs(self.query).get("text", [""])[0]
+        return {"own_text_in_footer": f"text {tag(text)} " in self.marker, "own_text_in_url": shown == text}
+
+    def grid(self) -> tuple[int, int]:
+        m = MARKER.search(self.marker)
+        return (int(m["ready"]), int(m["total"])) if m else (0, 0)
+
+    def _shows(self, text_tag: str) -> bool:
+        m = MARKER.search(self.marker)
+        return bool(m) and m["tag"] == text_tag
+
+    async def _until(self, done, timeout: float) -> None:
+        deadline = time.perf_counter() + timeout
+        while not done():
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                raise TimeoutError(f"no answer in {timeout:.0f} s (footer: {self.marker[:80]!r})")
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), left)
+            except TimeoutError:
+                pass
+
+    # ---- the protocol ----------------------------------------------------------------------------
+    async def _send(self, fragment: str = "", auto: bool = False) -> None:
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+
+        msg = BackMsg()
+        rs = msg.rerun_script
+        rs.query_string = self.query
+        rs.page_script_hash = ""
+        rs.fragment_id = fragment
+        rs.is_auto_rerun = auto
+        for wid, (kind, value) in self.states.items():
+            w = rs.widget_states.widgets.add()
+            w.id = wid
+            setattr(w, kind, value)
+        await self.ws.send(msg.SerializeToString())
+
+    async def _tick(self) -> None:
+        """The page's auto-rerun timers: each fragment at its own interval."""
+        due: dict[str, float] = {}
+        while True:
+            await asyncio.sleep(0.05)
+            now = time.perf_counter()
+            for fid, interval in list(self.timers.items()):
+                when = due.setdefault(fid, now + interval)
+                if now >= when:
+                    due[fid] = now + interval
+                    self.polls += 1
+                    await self._send(fragment=fid, auto=True)
+            for fid in set(due) - set(self.timers):
+                del due[fid]
+
+    async def _read(self) -> None:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        async for data in self.ws:
+            self.bytes_in += len(data)
+            f = ForwardMsg()
+            f.ParseFromString(data)
+            kind = f.WhichOneof("type")
+            if kind == "delta":
+                await self._delta(f.delta)
+            elif kind == "auto_rerun":
+                self.timers[f.auto_rerun.fragment_id] = f.auto_rerun.interval
+                self._timers_this_run[f.auto_rerun.fragment_id] = f.auto_rerun.interval
+            elif kind == "stop_auto_rerun":
+                for fid in f.stop_auto_rerun.fragment_ids:
+                    self.timers.pop(fid, None)
+            elif kind == "page_info_changed":
+                self.query = f.page_info_changed.query_string
+            elif kind == "script_finished":
+                if f.script_finished == FINISHED_OK:     # a whole run: only its timers stay
+                    self.timers = dict(self._timers_this_run)
+                self._timers_this_run = {}
+            self._changed.set()
+
+    async def _delta(self, delta) -> None:
+        if delta.WhichOneof("type") != "new_element":
+            return
+        el = delta.new_element
+        kind = el.WhichOneof("type")
+        sub = getattr(el, kind)
+        wid = getattr(sub, "id", "")
+        if wid and wid.startswith("$$ID-"):
+            key = wid.split("-", 2)[-1]
+            self.widgets[key] = wid
+            self.fragment_of[wid] = delta.fragment_id
+        if kind == "bidi_component":
+            if wid.endswith("-live_sliders") and sub.json:
+                self.sliders = json.loads(sub.json)
+            for url in set(PAYLOAD.findall(sub.SerializeToString())):
+                if url not in self.fetched:
+                    self.fetched.add(url)
+                    await asyncio.to_thread(self._get, url.decode())
+        elif kind == "markdown" and MARKER.search(sub.body):
+            self.marker = sub.body

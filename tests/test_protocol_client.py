@@ -1,0 +1,65 @@
+"""bench/protocol_client.py against the real app: the load benchmark's students (browsers on other
+machines) must make the server do what a page does, and see only their own sentence."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+_spec = importlib.util.spec_from_file_location("browser_latency", ROOT / "bench" / "browser_latency.py")
+bl = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bl)
+
+from protocol_client import Student, tag  # noqa: E402
+
+TEXTS = ("the script is a quiet delight from start to end", "the ending drags the middle down and never recovers")
+
+
+async def _student(base: str, text: str) -> dict:
+    s = Student(base)
+    try:
+        await s.start("model=bam-wc&n_samples=8&seed=0")
+        await s.until_charts(120)
+        first = set(s.fetched)
+        await s.type(text, 120)
+        values, current = s.slider_values("shape_k")
+        i = values.index(current)
+        moved = []
+        for step in (1, 2):
+            await s.release("shape_k", values[i + step], 60)
+            moved.append(f"shape_k={values[i + step]:.3g}" in s.marker)
+        for _ in range(600):                              # the grid's polling, until the server stops it
+            if s.grid()[0] == s.grid()[1] and not s.timers:
+                break
+            await asyncio.sleep(0.1)
+        return {"own": s.own(text), "moved": moved, "grid": s.grid(), "timers": dict(s.timers),
+                "polls": s.polls, "new_payloads": len(s.fetched - first), "tag": tag(text), "marker": s.marker}
+    finally:
+        await s.close()
+
+
+def test_students_drive_the_app_and_see_only_their_own_sentence():
+    async def both(base):
+        return await asyncio.gather(*[_student(base, t) for t in TEXTS])
+
+    with bl.serve(ROOT / "app.py") as base:
+        results = asyncio.run(both(base))
+    for r in results:
+        assert r["own"] == {"own_text_in_footer": True, "own_text_in_url": True}, r["marker"]
+        assert r["moved"] == [True, True]                  # each release reached the server's footer
+        ready, total = r["grid"]
+        assert total > 1 and ready == total and r["timers"] == {}   # polled until every frame, then stopped
+        assert r["polls"] >= 1 and r["new_payloads"] >= 1  # it polled, and fetched the new sentence's charts
+    assert results[0]["tag"] != results[1]["tag"]
+
+
+def test_browser_slots_spread_the_real_browsers():
+    import load
+
+    assert load.browser_slots(20, 4) == {0, 5, 10, 15}
+    assert load.browser_slots(20, 20) == set(range(20)) and load.browser_slots(20, 0) == set()
+    assert load.browser_slots(3, 9) == {0, 1, 2}
