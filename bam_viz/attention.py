@@ -10,9 +10,11 @@ only, pi_j = softmax_j(h^T act(W k_j + b)), or a constant (uniform) one.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import enum
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import torch
@@ -20,7 +22,7 @@ import torch.nn as nn
 
 from bam_viz import families
 from bam_viz.families import AttentionFamily, Hyper, Softmax
-from bam_viz.families.sampling import masked_log_softmax
+from bam_viz.families.sampling import draw, masked_log_softmax
 
 PRIORS = ("contextual", "constant")
 
@@ -123,12 +125,31 @@ def tile(x: torch.Tensor, reps: int) -> torch.Tensor:
     return x.repeat(reps, *([1] * (x.dim() - 1))) if reps > 1 else x
 
 
-def dropout(x: torch.Tensor, p: float, generator: torch.Generator | None) -> torch.Tensor:
-    """Inverted dropout whose mask comes from `generator` (F.dropout cannot take one)."""
+def dropout(x: torch.Tensor, p: float, generator) -> torch.Tensor:
+    """Inverted dropout whose mask comes from `generator` (F.dropout cannot take one), or from a
+    `NoiseTape`'s record."""
     if p <= 0:
         return x
-    keep = torch.rand(x.shape, generator=generator, device=x.device, dtype=x.dtype) >= p
+    keep = draw(torch.rand, x.shape, x, generator) >= p
     return x * keep / (1 - p)
+
+
+# What `probe` set: (the core it watches, the function its weights pass through). A context variable,
+# not a module hook: one model serves every session's thread, and a probe set in one must not touch
+# another's pass.
+_PROBE: contextvars.ContextVar = contextvars.ContextVar("bam_viz_attention_probe", default=None)
+
+
+@contextlib.contextmanager
+def probe(core: BayesianAttention, fn: Callable[[torch.Tensor], torch.Tensor]):
+    """Within the block, in this thread only, the weights `core` uses, after any dropout on them,
+    (reps*B, H, Tq, Tk), are `fn(weights)`: read them (return them unchanged) or replace them.
+    Attention attribution (Hao et al. 2021) replaces them with scaled ones."""
+    token = _PROBE.set((core, fn))
+    try:
+        yield
+    finally:
+        _PROBE.reset(token)
 
 
 class BayesianAttention(nn.Module):
@@ -199,7 +220,11 @@ class BayesianAttention(nn.Module):
                 raise ValueError(f"{self.family.name} draws cannot be sliced by query row: pass every query")
             km = tile(kmask, reps) if kmask is not None else None
             weights = self.family.sample(tile(log_p, reps), hyper, km, generator, drawn)
-        return dropout(weights, attn_dropout, generator), log_p, kmask, reps, hyper
+        weights = dropout(weights, attn_dropout, generator)
+        probed = _PROBE.get()
+        if probed is not None and probed[0] is self:
+            weights = probed[1](weights)
+        return weights, log_p, kmask, reps, hyper
 
     def _trace(self, hyper, scores, log_p, weights, keys, kmask, reps, generator, level: Trace):
         log_pi = masked_log_softmax(self.prior_logits(keys), kmask)      # (B, H, 1, T)

@@ -1,5 +1,7 @@
-"""`python -m bam_viz bench`: explain() latency, what batching the samples buys, and what a new
-sentence costs the live explorer (its first frame, then every slider value), in one run.
+"""`python -m bam_viz bench`: explain() latency, what batching the samples buys, what a new
+sentence costs the live explorer (its first frame, then every slider value), and token attribution
+(`attribute_ms`: Integrated Gradients of ATTRIBUTE_SAMPLES samples and the mean field at
+ATTRIBUTE_STEPS nodes, exactly that many: the speed target is 2 s for bam-wc at 24 tokens), in one run.
 
 Medians over repeated runs on this machine, all measured in the same process so that ratios
 compare like with like. A benchmark, not a test: shared machines are noisy.
@@ -18,6 +20,7 @@ import time
 
 import torch
 
+ATTRIBUTE_SAMPLES, ATTRIBUTE_STEPS = 8, 32
 SENTENCE = ("The acting is superb and the story moves quickly, yet the ending feels rushed and "
             "strangely hollow.")
 
@@ -56,6 +59,7 @@ def run_bench(args) -> dict:
 
     from bam_viz import live, zoo
     from bam_viz.attention import Mode
+    from bam_viz.attribution import attribute
     from bam_viz.device import tune_allocator
 
     model = zoo.load(args.model)
@@ -135,6 +139,11 @@ def run_bench(args) -> dict:
         for _ in range(max(3, args.repeats // 6)):
             grid_new_sentence()
         figures |= {k: statistics.median(v) for k, v in grid_times.items()}
+
+    def attribute_once():  # a fixed node count: the cost of the integral, not of a refinement
+        attribute(model, text, n_samples=ATTRIBUTE_SAMPLES, seed=1, steps=ATTRIBUTE_STEPS, tolerance=None)
+
+    figures["attribute_ms"] = _median_ms(attribute_once, max(3, args.repeats // 6))
     result = {
         "model": args.model, "n_samples": S, "tokens": len(tokens), "sentence": text,
         "torch_threads": torch.get_num_threads(), "device": str(model.device),
@@ -145,6 +154,7 @@ def run_bench(args) -> dict:
         "speedup_end_to_end": round(figures["looped_from_ids_ms"] / figures["batched_from_ids_ms"], 2),
         "cost_batched_vs_one_deterministic": round(figures["batched_pass_ms"] / figures["deterministic_pass_ms"], 2),
         "grid_workers": live.WORKERS, **sizes,
+        "attribute_samples": ATTRIBUTE_SAMPLES, "attribute_steps": ATTRIBUTE_STEPS,
     }
     if args.json:
         with open(args.json, "w") as f:

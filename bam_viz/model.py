@@ -13,11 +13,13 @@ import torch
 import torch.nn as nn
 
 from bam_viz.attention import AttentionConfig, Mode, Trace, dropout
+from bam_viz.attribution import Attribution, attribute
 from bam_viz.cache import WORK, WORK_ENV, explain_bytes
 from bam_viz.encoder import Bert, BertConfig, LoRALinear, Tokenizer
 from bam_viz.explain import ExplainCache, explain
 from bam_viz.families import AttentionFamily, Hyper, HyperSpec
 from bam_viz.inputs import check_batch_size, check_n_samples, check_seed, check_texts
+from bam_viz.posterior import LabelPosterior, label_posterior
 from bam_viz.result import ExplainResult
 from bam_viz.task import CLASSES
 
@@ -187,9 +189,10 @@ class BamClassifier(nn.Module):
             return self.config.dropout
         return 0.0
 
-    def lower(self, ids, mask, generator=None, trace: Trace = Trace.NONE):
-        """Embeddings and the deterministic layers below the first stochastic one."""
-        x = self.bert.embeddings(ids)
+    def lower(self, ids, mask, generator=None, trace: Trace = Trace.NONE, embedded: torch.Tensor | None = None):
+        """Embeddings and the deterministic layers below the first stochastic one; `embedded` (B, T, C)
+        stands for the embedding module's output (Integrated Gradients walks a path through it)."""
+        x = self.bert.embeddings(ids) if embedded is None else embedded
         if self.training:
             x = dropout(x, self.config.dropout, generator)
         traces = []
@@ -307,6 +310,18 @@ class BamClassifier(nn.Module):
                 **hyper: float) -> ExplainResult:
         """Everything the explorer draws for one sentence: see `bam_viz.explain.explain`."""
         return explain(self, text, n_samples=n_samples, seed=seed, hyper=self.hyper(**hyper), cache=cache)
+
+    def attribute(self, text: str, n_samples: int = 8, seed: int = 0, steps: int = 32, target="positive",
+                  layer: int | None = None, **hyper: float) -> Attribution:
+        """Integrated Gradients per token for each attention sample and the mean attention, with
+        the attention attribution of `layer` on request: see `bam_viz.attribution.attribute`."""
+        return attribute(self, text, n_samples=n_samples, seed=seed, steps=steps, target=target, layer=layer,
+                         **hyper)
+
+    def label_posterior(self, text: str, n_samples: int = 64, seed: int = 0, layer: int | None = None, *,
+                        method: str | None = None, **hyper: float) -> LabelPosterior:
+        """Where the [CLS] query would attend if told each label: see `bam_viz.posterior.label_posterior`."""
+        return label_posterior(self, text, n_samples, seed, layer, method=method, **hyper)
 
 
 __all__ = ["BamClassifier", "ModelConfig", "CLASSES"]

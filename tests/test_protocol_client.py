@@ -4,16 +4,12 @@ machines) must make the server do what a page does, and see only their own sente
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-_spec = importlib.util.spec_from_file_location("browser_latency", ROOT / "bench" / "browser_latency.py")
-bl = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bl)
-
+import browser_latency as bl  # noqa: E402
 from protocol_client import Student, tag  # noqa: E402
 
 TEXTS = ("the script is a quiet delight from start to end", "the ending drags the middle down and never recovers")

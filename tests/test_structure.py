@@ -19,6 +19,7 @@ LAYERS = [
     {"attention", "result"},
     {"encoder", "charts", "export"},
     {"explain"},
+    {"attribution", "posterior", "why"},
     {"model"},
     {"zoo", "predictors", "sweep"},
     {"evaluate", "train", "examples", "live"},

@@ -19,7 +19,7 @@ import streamlit as st
 
 import bam_viz
 from bam_viz import charts, export, live
-from views import components, state
+from views import components, state, why_view
 
 ss = st.session_state
 _rng = random.Random()
@@ -438,6 +438,7 @@ def live_view(model, name: str) -> None:
 
     summary_panel(grid, result, hyper)
     inspection(view, model, hyper)
+    why_view.why_section(view, model)
     render_marker(values, started, result.n_samples, grid.ready)
     _poll(not grid.complete)
 

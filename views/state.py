@@ -44,6 +44,11 @@ SLIDERS = {spec.name: spec for spec in families.all_slider_specs()}
 MAIN_KEYS = ("text", "model", *SLIDERS, "n_samples", "seed", "presentation")
 PICTURE_KEYS = ("layer", "head", "query_token", "key_token", "relative_colour", "window_start")
 PICTURE_TOGGLES = ("relative_colour",)      # on/off picture controls; the rest are indices
+# The "Why this prediction" section's controls, written by its own fragment (views/why_view.py).
+WHY_KEYS = ("why", "why_target", "why_samples", "why_steps")
+WHY_TARGETS = ("positive", "predicted")
+WHY_SAMPLES = (4, 8, 16)
+WHY_STEPS = (16, 32, 64)
 
 
 # ---- cached work --------------------------------------------------------------------------------
@@ -121,6 +126,27 @@ def get_result(model, name: str, text: str, hyper: tuple[tuple[str, float], ...]
 
 
 CACHE.keep_longer("app.grid")
+
+
+def get_attribution(model, name: str, text: str, hyper: tuple[tuple[str, float], ...], n_samples: int, seed: int,
+                    steps: int, target: str, layer: int):
+    """`model.attribute()` once per (model, text, hyperparameters, samples, seed, steps, target,
+    layer), shared by every session; made on demand (the Why section is off until asked for)."""
+    key = (name, text, hyper, n_samples, seed, steps, target, layer)
+    hit = CACHE.get("app.attribution", key)
+    if hit is None:
+        hit = CACHE.put("app.attribution", key, model.attribute(text, n_samples=n_samples, seed=seed, steps=steps,
+                                                                 target=target, layer=layer, **dict(hyper)))
+    return hit
+
+
+def get_label_posterior(model, name: str, text: str, hyper: tuple[tuple[str, float], ...], n_samples: int,
+                        seed: int, layer: int | None):
+    """`model.label_posterior()` on the explorer's own samples (its S and seed), shared by every session."""
+    key = (name, text, hyper, n_samples, seed, layer)
+    return CACHE.get_or_make("app.label_posterior", key,
+                             lambda: model.label_posterior(text, n_samples=n_samples, seed=seed, layer=layer,
+                                                           **dict(hyper)))
 
 
 # The sliders the browser moves by itself: every family slider (the rest of a model's hyperparameters
@@ -279,6 +305,13 @@ def load_query_params(models: list[str]) -> None:
             ss[name] = n
     if "presentation" in qp and (on := _bool(qp["presentation"])) is not None:
         ss["presentation"] = on
+    if "why" in qp and (on := _bool(qp["why"])) is not None:
+        ss["why"] = on
+    if qp.get("why_target") in WHY_TARGETS:
+        ss["why_target"] = qp["why_target"]
+    for name, options in (("why_samples", WHY_SAMPLES), ("why_steps", WHY_STEPS)):
+        if name in qp and (n := _int(qp[name], min(options), max(options))) in options:
+            ss[name] = n
     for name in PICTURE_KEYS:
         if name in qp:
             value = _bool(qp[name]) if name in PICTURE_TOGGLES else _int(qp[name], 0, 10_000)

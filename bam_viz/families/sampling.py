@@ -1,4 +1,5 @@
-"""Log-space sampling primitives the families share. Every draw takes an explicit generator."""
+"""Log-space sampling primitives the families share. Every draw takes an explicit generator, or a
+`NoiseTape` in its place (which replays a recorded pass's draws: see there)."""
 
 from __future__ import annotations
 
@@ -29,12 +30,21 @@ def normalize_log(log_samples: torch.Tensor, mask: torch.Tensor | None = None) -
     return log_samples.softmax(-1)
 
 
-def first_rows(draw, shape, like: torch.Tensor, generator, drawn_rows: int | None) -> torch.Tensor:
-    """`draw(shape)`, or, with `drawn_rows`, a draw shaped as if dimension -2 had `drawn_rows` rows,
+def draw(sampler, shape, like: torch.Tensor, generator) -> torch.Tensor:
+    """`sampler(shape)` (torch.rand, torch.randn) from `generator`, on `like`'s device and dtype;
+    from the record when `generator` is a `NoiseTape`. Every elementwise draw goes through here."""
+    def make(g):
+        return sampler(tuple(shape), generator=g, device=like.device, dtype=like.dtype)
+
+    return generator.take(shape, make) if isinstance(generator, NoiseTape) else make(generator)
+
+
+def first_rows(sampler, shape, like: torch.Tensor, generator, drawn_rows: int | None) -> torch.Tensor:
+    """`sampler(shape)`, or, with `drawn_rows`, a draw shaped as if dimension -2 had `drawn_rows` rows,
     of which the first shape[-2] are kept: a pass that needs only the first queries ([CLS]) then
     consumes the generator exactly as the full pass does, and gets the full pass's numbers."""
     full = shape if drawn_rows is None else (*shape[:-2], drawn_rows, shape[-1])
-    out = draw(full, generator=generator, device=like.device, dtype=like.dtype)
+    out = draw(sampler, full, like, generator)
     return out if drawn_rows is None else out[..., : shape[-2], :]
 
 
@@ -64,7 +74,10 @@ class _StandardGamma(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, alpha, generator):
-        x = torch._standard_gamma(alpha, generator=generator)
+        if isinstance(generator, NoiseTape):
+            x = generator.standard_gamma(alpha)
+        else:
+            x = torch._standard_gamma(alpha, generator=generator)
         ctx.save_for_backward(alpha, x)
         return x
 
@@ -94,7 +107,139 @@ def dirichlet_rsample(log_concentration, mask=None, generator=None):
 
 
 def categorical_sample(log_probs, generator=None):
-    """One-hot z ~ Cat(p) by the Gumbel-max trick (Gumbel 1954; Maddison et al. 2014)."""
-    u = uniform(log_probs.shape, log_probs, generator)
-    z = (log_probs - torch.log(-torch.log(u))).argmax(-1)
-    return F.one_hot(z, log_probs.shape[-1]).to(log_probs.dtype)
+    """One-hot z ~ Cat(p) by the Gumbel-max trick (Gumbel 1954; Maddison et al. 2014). A `NoiseTape`
+    keeps the drawn key itself, not its Gumbel noise (see there)."""
+    def make(g):
+        u = uniform(log_probs.shape, log_probs, g)
+        z = (log_probs - torch.log(-torch.log(u))).argmax(-1)
+        return F.one_hot(z, log_probs.shape[-1]).to(log_probs.dtype)
+
+    return generator.take(log_probs.shape, make) if isinstance(generator, NoiseTape) else make(generator)
+
+
+# ---- holding samples fixed ----------------------------------------------------------------------
+def _wilson_hilferty(alpha: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    """The Gamma(alpha, 1) quantile at standard normal quantile z, approximately (Wilson & Hilferty
+    1931): alpha (1 - 1/(9 alpha) + z / (3 sqrt(alpha)))^3, its cube kept positive."""
+    base = 1 - 1 / (9 * alpha) + z / (3 * alpha.sqrt())
+    return alpha * base.clamp_min(0.05) ** 3
+
+
+def gamma_at_quantile(alpha, log_tail, lower, start_alpha, start, iterations: int = 64,
+                      tolerance: float = 1e-12) -> torch.Tensor:
+    """x with P(alpha, x) = u, in float64: the Gamma(alpha, 1) draw whose CDF value is that of the
+    draw `start` of Gamma(start_alpha, 1). The quantile is held as a log tail probability, log u
+    where `lower` (u < 1/2) and log(1 - u) elsewhere, so that neither tail loses its digits.
+
+    Newton's method on log x of log P (or log Q = log(1 - P)), both nearly linear in log x in their
+    own tail, with d log P / d log x = x p(x) / P; from `start` moved by the ratio of Wilson-Hilferty
+    quantiles, which is the answer itself at alpha = start_alpha and close elsewhere. Steps are kept
+    within a factor e^3, and a tail that underflows to 0 moves x by that much towards it. Most cells
+    converge in two steps; only those whose step in log x is still above `tolerance` take more."""
+    shape = torch.broadcast_shapes(alpha.shape, start.shape)
+    a, a0 = alpha.double().expand(shape).reshape(-1), start_alpha.double().expand(shape).reshape(-1)
+    log_tail, lower = log_tail.expand(shape).reshape(-1), lower.expand(shape).reshape(-1)
+    tail0 = log_tail.exp()
+    z = torch.where(lower, torch.special.ndtri(tail0), -torch.special.ndtri(tail0))
+    y = start.double().expand(shape).reshape(-1).log() + (_wilson_hilferty(a, z) / _wilson_hilferty(a0, z)).log()
+    log_gamma_a = torch.lgamma(a)
+    active = torch.arange(y.numel(), device=y.device)
+    for _ in range(iterations):
+        ai, yi, low = a[active], y[active], lower[active]
+        x = yi.exp()
+        tail = torch.empty_like(x)
+        tail[low] = torch.special.gammainc(ai[low], x[low])
+        tail[~low] = torch.special.gammaincc(ai[~low], x[~low])
+        slope = torch.exp(ai * yi - x - log_gamma_a[active]) / tail     # |d log(tail) / d log x|
+        step = ((tail.log() - log_tail[active]) / torch.where(low, slope, -slope)).nan_to_num(0.0)
+        step = torch.where(tail > 0, step, torch.where(low, -3.0, 3.0)).clamp(-3.0, 3.0)
+        y[active] = yi - step
+        active = active[step.abs() > tolerance]
+        if active.numel() == 0:
+            break
+    return y.exp().view(shape)
+
+
+class NoiseTape:
+    """The random draws of one sampled pass, recorded once and replayed: what makes attention sample
+    s ONE deterministic network, which Integrated Gradients can follow along a path of inputs.
+
+    Pass it where a `torch.Generator` goes. Recording (`NoiseTape(generator)`), every draw site
+    draws from `generator` exactly as it would without the tape (the same calls in the same order:
+    the pass gives an untaped pass's numbers) and keeps what it drew. `replay(rows)` gives a tape
+    that answers the same sites, in the same order, from the record: in a pass whose row r is sample
+    `rows[r]` (any number of rows, e.g. path points x samples), a site gets the recorded rows
+    `rows`. What is kept is the reparameterisation noise, so that a sample is the same function of
+    new attention scores:
+      - uniforms (Weibull's inverse CDF, dropout masks, the Gamma boost's U) and
+        normals (Lognormal): the numbers themselves;
+      - a Gamma(alpha, 1) draw (Dirichlet): its CDF value u = P(alpha, G), solved again for each
+        new alpha (`gamma_at_quantile`); its gradient stays the implicit one, -(dP/dalpha) / p(G);
+      - a categorical draw: the drawn key (its one-hot). Its Gumbel noise would re-draw the key by
+        argmax at every input: a piecewise constant function, whose gradient is zero almost
+        everywhere and whose jumps Integrated Gradients cannot see.
+    Draw sites: `draw` (hence `first_rows`, `uniform` and the dropout of `bam_viz.attention`),
+    `_StandardGamma` and `categorical_sample`.
+    """
+
+    def __init__(self, generator: torch.Generator | None, *, _record: list | None = None,
+                 _rows: torch.Tensor | None = None):
+        self.generator = generator
+        self._record = [] if _record is None else _record
+        self._rows = _rows
+        self._cursor = 0
+
+    @property
+    def recording(self) -> bool:
+        return self._rows is None
+
+    def __len__(self) -> int:
+        return len(self._record)
+
+    def replay(self, rows: torch.Tensor) -> NoiseTape:
+        """A tape that answers a pass whose row r is sample `rows[r]` with the recorded draws."""
+        if not self.recording:
+            raise RuntimeError("replay a recording tape, not a replaying one")
+        rows = torch.as_tensor(rows, dtype=torch.long)
+        return NoiseTape(None, _record=self._record, _rows=rows)
+
+    @property
+    def complete(self) -> bool:
+        """Whether a replaying pass asked for every recorded draw."""
+        return self._cursor == len(self._record)
+
+    def _next(self, shape) -> object:
+        shape = tuple(shape)
+        if self._cursor >= len(self._record):
+            raise RuntimeError(f"the replayed pass asks for draw {self._cursor + 1} of shape {shape}, "
+                               f"but the recorded pass made only {len(self._record)}")
+        kept_shape, kept = self._record[self._cursor]
+        if kept_shape[1:] != shape[1:] or shape[0] != len(self._rows):
+            raise RuntimeError(f"draw {self._cursor + 1} of the replayed pass has shape {shape}, "
+                               f"the recorded one {kept_shape} for rows of {len(self._rows)}: not the same pass")
+        self._cursor += 1
+        return kept
+
+    def _select(self, kept: torch.Tensor) -> torch.Tensor:
+        return kept.index_select(0, self._rows.to(kept.device))
+
+    def take(self, shape, make) -> torch.Tensor:
+        """`make(generator)`, kept, when recording; its record's rows when replaying."""
+        if self.recording:
+            out = make(self.generator)
+            self._record.append((tuple(shape), out))
+            return out
+        return self._select(self._next(shape))
+
+    def standard_gamma(self, alpha: torch.Tensor) -> torch.Tensor:
+        """Gamma(alpha, 1) draws: recorded as their CDF values, replayed at the new alpha."""
+        if self.recording:
+            x = torch._standard_gamma(alpha, generator=self.generator)
+            a, xd = alpha.detach().double(), x.detach().double()
+            p = torch.special.gammainc(a, xd)
+            lower = p < 0.5
+            log_tail = torch.where(lower, p, torch.special.gammaincc(a, xd)).log()
+            self._record.append((tuple(alpha.shape), (a, xd, log_tail, lower)))
+            return x
+        a0, x0, log_tail, lower = (self._select(t) for t in self._next(alpha.shape))
+        return gamma_at_quantile(alpha.detach(), log_tail, lower, a0, x0).to(alpha.dtype)

@@ -1,0 +1,77 @@
+"""bam_viz.why: the Why section's pictures, without a browser."""
+
+from __future__ import annotations
+
+import html
+import re
+from types import SimpleNamespace
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from bam_viz import why
+
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+def strip(tokens, mean, low=None, high=None, mean_field=None, target="positive"):
+    mean = np.asarray(mean, dtype=float)
+    return why.token_strip_html(tokens, mean, mean if low is None else low, mean if high is None else high,
+                                mean if mean_field is None else mean_field, target)
+
+
+def test_tokens_are_escaped_text_never_markup():
+    out = strip(["[CLS]", HOSTILE, '"quoted" & <b>', "[SEP]"], [0.0, 0.1, -0.1, 0.0])
+    assert "<img" not in out and "<b>" not in out and "onerror=alert(1)>" not in out
+    assert html.escape(HOSTILE, quote=False) in out                 # shown, as text
+    # Attribute values (the tooltips) are quoted and escaped: no quote can close them early.
+    for title in re.findall(r'title="([^"]*)"', out):
+        assert "<" not in title and ">" not in title
+
+
+def test_colours_are_zero_centred_on_a_fixed_scale():
+    s = why.ATTRIBUTION_SCALE
+    assert why.colour(0.0) == "#ffffff"
+    assert why.colour(s) == "#{:02x}{:02x}{:02x}".format(*why.POSITIVE_RGB)
+    assert why.colour(-s) == "#{:02x}{:02x}{:02x}".format(*why.NEGATIVE_RGB)
+    assert why.colour(10 * s) == why.colour(s) and why.colour(-10 * s) == why.colour(-s)   # clipped
+    assert why.colour(s / 2) not in (why.colour(s), "#ffffff")
+    assert why.colour(float("nan")) == "#ffffff"
+
+
+def test_the_band_is_drawn_where_its_numbers_say():
+    out = strip(["a"], [0.0], low=[-why.ATTRIBUTION_SCALE / 2], high=[why.ATTRIBUTION_SCALE],
+                mean_field=[why.ATTRIBUTION_SCALE / 5])
+    band = re.search(r'class="bv-range" style="left:([\d.]+)%;width:([\d.]+)%"', out)
+    assert (float(band[1]), float(band[2])) == (25.0, 75.0)            # -scale/2 -> 25%, +scale -> 100%
+    assert 'class="bv-dot" style="left:50.0%"' in out                  # the mean, at zero
+    assert 'class="bv-mf" style="left:60.0%"' in out                   # f(E[z])'s, at a fifth of the scale
+    assert "<svg" not in out                                           # st.html's DOMPurify would drop it
+    assert f"{why.ATTRIBUTION_SCALE / 5:+.3f} at the mean" in out
+
+
+def test_bad_arrays_are_refused_or_drawn_finite():
+    with pytest.raises(ValueError, match="3 tokens"):
+        why.token_strip_html(["a", "b", "c"], np.zeros(2), np.zeros(2), np.zeros(2), np.zeros(2), "positive")
+    out = strip(["a", "b"], [float("nan"), float("inf")])
+    assert "nan" not in out.lower() and "inf" not in out.lower()
+
+
+def test_figures_are_valid_plotly_and_escape_tokens():
+    tokens = ["[CLS]", HOSTILE, "good", "[SEP]"]
+    T = len(tokens)
+    lp = SimpleNamespace(tokens=tokens, labels=("negative", "positive"), method="importance",
+                         prior=np.full(T, 1 / T), posterior=np.array([[0.1, 0.6, 0.2, 0.1], [0.1, 0.1, 0.7, 0.1]]),
+                         log_lik=np.log(np.full((2, T), 0.5)))
+    rng = np.random.default_rng(0)
+    figures = [why.label_posterior_figure(lp),
+               why.attention_attribution_figure(tokens, rng.dirichlet(np.ones(T), T), rng.normal(size=(T, T)),
+                                                rng.random((T, T)), 5, 0),
+               why.attention_attribution_figure(tokens, rng.dirichlet(np.ones(T), T), np.zeros((T, T)), None, 2, 3)]
+    for fig in figures:
+        go.Figure(fig.to_dict())                                       # plotly's own validation
+        assert "<img" not in fig.to_json()
+    assert len(figures[1].data) == 3 and len(figures[2].data) == 2
+    attribution = figures[1].data[1]
+    assert attribution.zmin == -attribution.zmax                       # zero-centred

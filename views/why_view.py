@@ -1,0 +1,172 @@
+"""The explorer's "Why this prediction" section: token attributions with their uncertainty bands,
+the attention attribution of one layer and head, and where the model would look if told the label.
+
+Off until asked for (attribution is heavier than a slider move: a second or two for 8 samples and
+32 steps on a short sentence), then computed once per (model, text, hyperparameters, samples,
+seed, steps, target, layer) and shared by every session (`state.get_attribution`). It sits inside
+the explorer's slider fragment, so a released slider reruns it: moving k draws other attention
+samples, and so other bands. Its own controls rerun it alone, and go to the URL (`why=1`, ...).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from bam_viz import charts, live, why
+from views import state
+
+ss = st.session_state
+
+
+@st.fragment
+def why_section(view: state.View, model) -> None:
+    with live.FRAMES.foreground():
+        _why_section(view, model)
+
+
+def _why_section(view: state.View, model) -> None:
+    st.subheader("Why this prediction")
+    ss.setdefault("why", False)
+    on = st.toggle("Explain the prediction (why)", key="why", persist_state="session",
+                   help="Integrated Gradients for each attention sample: which words pushed the prediction, "
+                        "and how sure that explanation is. Computed on demand.")
+    if not on:
+        state.write_query_params(state.WHY_KEYS, {})
+        st.caption("Which words drove the prediction, with a band over attention samples: every sample is its own "
+                   "network, so the explanation has a distribution too. Turn it on to compute it "
+                   "(about a second on a short sentence).")
+        return
+    result = view.result(model)
+    tokens, T = list(result.tokens), len(result.tokens)
+    ss.setdefault("why_target", "positive")
+    ss.setdefault("why_samples", 8)
+    ss.setdefault("why_steps", 32)
+    c = st.columns(3)
+    target = c[0].radio("Attribute (why_target)", state.WHY_TARGETS, key="why_target", horizontal=True,
+                        format_func=lambda t: "P(positive)" if t == "positive" else "the predicted class",
+                        persist_state="session")
+    samples = c[1].select_slider("Attribution samples (why_samples)", state.WHY_SAMPLES, key="why_samples",
+                                 disabled=not model.stochastic, persist_state="session",
+                                 help="Attention samples, each attributed as its own network; the band is "
+                                      "their 5-95% range.")
+    steps = c[2].select_slider("Integration steps (why_steps)", state.WHY_STEPS, key="why_steps",
+                               persist_state="session",
+                               help="Gauss-Legendre points along the path from the baseline to the sentence. "
+                                    "The completeness check below says whether they were enough.")
+    default_layer = result.stochastic_layers[-1] if result.stochastic_layers else model.n_layers - 1
+    ss.setdefault("why_layer", default_layer)
+    ss.setdefault("why_head", 0)
+    if ss["why_layer"] not in range(model.n_layers):
+        ss["why_layer"] = default_layer
+    if ss["why_head"] not in range(model.n_heads):
+        ss["why_head"] = 0
+    c = st.columns(3)
+    layer = c[0].selectbox("Layer for the attention attribution", range(model.n_layers), key="why_layer",
+                           format_func=lambda i: f"{i} (stochastic)" if i in result.stochastic_layers else str(i))
+    head = c[1].selectbox("Head", range(model.n_heads), key="why_head")
+    state.write_query_params(state.WHY_KEYS, {"why": 1, "why_target": target, "why_samples": samples,
+                                              "why_steps": steps})
+    n = samples if model.stochastic else 1
+    try:
+        with st.spinner(f"Integrating gradients: {charts.count(n, 'attention sample')} and the mean attention, "
+                        f"{steps} steps each…", show_time=True):
+            attr = state.get_attribution(model, view.name, view.text, view.hyper, n, view.seed, steps, target, layer)
+    except ValueError as err:
+        st.info(f"{err}")
+        return
+
+    st.markdown(f"**Which words moved P({attr.target})** — {_sentence(attr, T)}")
+    S = attr.samples.shape[0]
+    band = attr.samples.double().quantile(torch_quantiles(), dim=0).numpy() if S > 1 else (
+        attr.samples.double().numpy().repeat(2, 0))
+    mean = attr.samples.double().mean(0).numpy()
+    st.html(why.token_strip_html(tokens, mean, band[0], band[1], attr.mean_field.double().numpy(), attr.target)
+            + why.legend_html(attr.target))
+    st.caption(_completeness(attr))
+
+    if attr.attention is not None:
+        a = attr.attention
+        stochastic = layer in result.stochastic_layers and a.samples.shape[0] > 1
+        shown = (a.samples if stochastic else a.mean_field[None]).double()
+        attribution = shown.mean(0)[head].numpy()
+        width = None
+        if stochastic:
+            q = shown[:, head].quantile(torch_quantiles(), dim=0)
+            width = (q[1] - q[0]).numpy()
+        weights = a.weights[:-1].double().mean(0) if stochastic else a.weights[-1].double()
+        figure = why.attention_attribution_figure(tokens, weights[head].numpy(), attribution, width, layer, head)
+        st.plotly_chart(figure, key="why_attention_map")
+        st.caption(f"Attention attribution (Hao et al., AAAI 2021): Integrated Gradients of P({attr.target}) with "
+                   f"respect to layer {layer}'s attention weights, scaled from zero to their value"
+                   + (f", averaged over {charts.count(S, 'sample')} (each sample's own weights); the third map is "
+                      "the width of its 5-95% band." if stochastic else " (this layer's attention is deterministic).")
+                   + (" In the top layer only [CLS]'s row reaches the prediction: the other rows are not computed."
+                      if layer == model.n_layers - 1 else ""))
+
+    _label_posterior(view, model, layer)
+
+
+def torch_quantiles():
+    import torch
+
+    return torch.tensor([0.05, 0.95], dtype=torch.float64)
+
+
+def _sentence(attr, T: int) -> str:
+    """One line of what the strip shows: the strongest push each way, averaged over samples."""
+    mean = attr.samples.double().mean(0)
+    inner = list(range(1, T - 1)) or list(range(T))
+    up = max(inner, key=lambda i: float(mean[i]))
+    down = min(inner, key=lambda i: float(mean[i]))
+    word = lambda i: charts.md_escape(charts.display_token(attr.tokens[i]))  # noqa: E731
+    parts = []
+    if float(mean[up]) > 0:
+        parts.append(f"“{word(up)}” raised it most ({charts.signed(float(mean[up]))})")
+    if float(mean[down]) < 0:
+        parts.append(f"“{word(down)}” lowered it most ({charts.signed(float(mean[down]))})")
+    return "; ".join(parts) + "." if parts else "no token moved it."
+
+
+def _completeness(attr) -> str:
+    """The completeness check (Sundararajan et al. 2017): attributions add up to f(x) - f(baseline)."""
+    delta = attr.delta.double().abs()
+    worst = float(delta.max())
+    verdict = "enough steps" if worst < 0.01 else "too few steps: raise them"
+    return (f"Baseline: {attr.baseline}. Completeness: the attributions add up to f(x) − f(baseline) within "
+            f"{worst:.2g} for every sample and the mean attention ({verdict}; {attr.steps} steps). "
+            f"P({attr.target}) at the mean attention {float(attr.probs[-1]):.3f}, averaged over samples "
+            f"{float(attr.probs[:-1].double().mean()):.3f}.")
+
+
+def _label_posterior(view: state.View, model, layer: int) -> None:
+    """Deng et al. 2018: p(z | x, y). Exact for the categorical model's alignment; an importance
+    estimate from the explorer's own samples otherwise, with its effective sample size."""
+    st.markdown("**Where it would look if told the answer**")
+    if model.attention_family.hard_alignment:
+        layer = None                                    # the alignment is the top layer's, exact
+    elif layer not in (model.config.stochastic_layers if model.stochastic else ()):
+        layer = None                                    # the top stochastic layer, where samples differ
+    try:
+        lp = state.get_label_posterior(model, view.name, view.text, view.hyper, view.n_samples, view.seed, layer)
+    except ValueError as err:
+        st.info(f"{err}")
+        return
+    st.plotly_chart(why.label_posterior_figure(lp), key="why_label_posterior")
+    for label in lp.labels:
+        st.markdown("- " + charts.md_escape(_describe(lp, label)))
+    if lp.method == "importance":
+        ess = ", ".join(f"{label} {e:.1f}" for label, e in zip(lp.labels, lp.ess, strict=True))
+        line = (f"Layer {lp.layer}'s [CLS] row, head mean. Importance-weighted from the explorer's "
+                f"{charts.count(lp.n_samples, 'attention sample')} (weights p(y | x, z)); "
+                f"effective sample size: {ess}.")
+        (st.caption if all(lp.reliable) else st.warning)(
+            line if all(lp.reliable) else line + " Too few effective samples to trust this: draw more samples.")
+    elif lp.method == "exact":
+        st.caption("Exact: the categorical model's alignment of the top layer's [CLS] query is enumerated over every "
+                   "key (Deng et al. 2018), p(z | x, y) = p(z | x) p(y | x, z) / p(y | x).")
+
+
+def _describe(lp, label: str) -> str:
+    from bam_viz.posterior import describe
+
+    return describe(lp, label)
