@@ -83,6 +83,12 @@ TOLERANCE = 0.01                  # completeness |delta| each network is integra
 ATTENTION_COPIES, STATE_COPIES = 8, 18
 
 
+def _band(samples: torch.Tensor) -> torch.Tensor:
+    """(2, ...) the 5% and 95% quantiles over the first (sample) dimension."""
+    q = torch.tensor([0.05, 0.95], dtype=samples.dtype, device=samples.device)
+    return torch.quantile(samples, q, dim=0)
+
+
 @dataclass(frozen=True)
 class AttentionAttribution:
     """Hao et al.'s attribution of one layer's attention weights, per network (heads H, tokens T)."""
@@ -93,6 +99,16 @@ class AttentionAttribution:
     delta: torch.Tensor           # (S'+1,) sum of the map - (f(A) - f(0)): samples, then the mean field
     weights: torch.Tensor         # (S'+1, H, T, T) the A attributed: samples, then the mean field
     nodes: torch.Tensor           # (S'+1,) quadrature nodes each network's integral took
+
+    @property
+    def mean(self) -> torch.Tensor:
+        """(H, T, T) the mean over samples."""
+        return self.samples.mean(0)
+
+    @property
+    def band(self) -> torch.Tensor:
+        """(2, H, T, T) the 5% and 95% quantiles over samples, per cell."""
+        return _band(self.samples)
 
 
 @dataclass(frozen=True)
@@ -121,8 +137,7 @@ class Attribution:
     @property
     def band(self) -> torch.Tensor:
         """(2, T) the 5% and 95% quantiles over samples, per token."""
-        q = torch.tensor([0.05, 0.95], dtype=self.samples.dtype, device=self.samples.device)
-        return torch.quantile(self.samples, q, dim=0)
+        return _band(self.samples)
 
 
 def check_steps(steps) -> int:

@@ -255,14 +255,19 @@ class WorkingMemory:
     def hold(self, nbytes: int):
         return _Held(self, min(int(nbytes), self.budget))
 
-    def _acquire(self, n: int) -> None:
+    def _acquire(self, n: int) -> int:
+        """Wait for `n` bytes (at most the budget as it is when granted) and return what was taken.
+        Clamped here, not only in `hold`: a budget lowered while a call waits (tests, `set_budget`)
+        must not leave it at the head of the queue forever, and everyone behind it."""
         ticket = object()
         with self._cond:
             self._queue.append(ticket)
-            self._cond.wait_for(lambda: self._queue[0] is ticket and self._held + n <= self.budget)
+            self._cond.wait_for(lambda: self._queue[0] is ticket and self._held + min(n, self.budget) <= self.budget)
             self._queue.pop(0)
+            n = min(n, self.budget)
             self._held += n
             self._cond.notify_all()
+        return n
 
     def _release(self, n: int) -> None:
         with self._cond:
@@ -278,7 +283,7 @@ class _Held:
         self.work, self.n = work, n
 
     def __enter__(self):
-        self.work._acquire(self.n)
+        self.n = self.work._acquire(self.n)
         return self
 
     def __exit__(self, *exc):

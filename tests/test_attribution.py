@@ -266,6 +266,9 @@ def test_the_band_spans_the_samples():
     lo, hi = a.samples.min(0).values, a.samples.max(0).values
     assert (lo <= a.band[0]).all() and (a.band[0] <= a.band[1]).all() and (a.band[1] <= hi).all()
     assert (a.band[1] - a.band[0]).max() > 0 and torch.equal(a.mean, a.samples.mean(0))
+    m = attributed("bam-wc", SHORT[0], n_samples=4, steps=16, layer=4).attention
+    assert m.band.shape == (2, *m.samples.shape[1:]) and torch.equal(m.mean, m.samples.mean(0))
+    assert (m.band[0] <= m.band[1]).all() and (m.band[1] - m.band[0]).max() > 0
 
 
 def test_the_same_seed_gives_the_same_attribution_and_others_differ():

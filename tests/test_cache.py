@@ -149,6 +149,28 @@ def test_working_memory_makes_calls_that_do_not_fit_together_wait():
         assert work.held == 100
 
 
+def test_a_call_waiting_when_the_budget_is_lowered_still_runs():
+    """A waiter asked for more than the budget became: it runs alone at the new budget instead of
+    blocking the queue forever (a background frame waiting while a test lowered the budget hung the
+    suite this way)."""
+    work = WorkingMemory(budget=100)
+    inside, done = threading.Event(), []
+
+    def waiter():
+        inside.wait()
+        with work.hold(80):                                 # 80 + 50 > 100: waits behind the holder
+            done.append(work.held)
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    with work.hold(50):
+        inside.set()
+        time.sleep(0.2)
+        work._budget = 40                                   # lowered under the waiter's 80
+    t.join(timeout=5)
+    assert not t.is_alive() and done == [40] and work.held == 0
+
+
 def test_explain_bytes_matches_what_explain_holds(models):
     """The estimate covers the result's weights and the cached sampled pass, as measured."""
     m = models["bam-wc"]

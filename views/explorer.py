@@ -276,17 +276,8 @@ def window_control(result) -> None:
              "outside them moves them to it.")
 
 
-def foreground(fn):
-    """Run `fn` as a request being answered: background frames wait for it (`live.FrameScheduler.foreground`)."""
-    @functools.wraps(fn)
-    def run(*args, **kwargs):
-        with live.FRAMES.foreground():
-            return fn(*args, **kwargs)
-    return run
-
-
 @st.fragment
-@foreground
+@state.foreground
 def inspection(view: state.View, model, hyper: dict) -> None:
     """The layer, head and token pickers and what they select: reruns alone, and re-slices the
     sentence's slider grid without running the model (a new token window makes a new grid).
@@ -358,7 +349,7 @@ def render_marker(values: dict, started: float, n_samples: int, ready: list[bool
 
 
 # ---- the page -----------------------------------------------------------------------------------
-@foreground
+@state.foreground
 def main() -> None:
     st.title("Seeing attention uncertainty")
     st.caption("Bayesian Attention Modules (Fan et al., NeurIPS 2020) make attention weights random. "
@@ -397,7 +388,7 @@ def poll_interval() -> float:
     return POLL_S * max(1.0, live.FRAMES.active / live.WORKERS)
 
 
-@foreground
+@state.foreground
 def live_view(model, name: str) -> None:
     """The sliders and everything they change, a fragment. The browser moves the sliders and redraws
     the charts by itself; this reruns when a slider is released (for the URL and the captions), when

@@ -7,6 +7,7 @@ sees them.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from pathlib import Path
@@ -49,6 +50,16 @@ WHY_KEYS = ("why", "why_target", "why_samples", "why_steps")
 WHY_TARGETS = ("positive", "predicted")
 WHY_SAMPLES = (4, 8, 16)
 WHY_STEPS = (16, 32, 64)
+
+
+def foreground(fn):
+    """Run `fn` (a page or fragment) as a request being answered: background frames wait for it
+    (`bam_viz.live.FrameScheduler.foreground`)."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        with bam_viz.live.FRAMES.foreground():
+            return fn(*args, **kwargs)
+    return run
 
 
 # ---- cached work --------------------------------------------------------------------------------
@@ -133,11 +144,9 @@ def get_attribution(model, name: str, text: str, hyper: tuple[tuple[str, float],
     """`model.attribute()` once per (model, text, hyperparameters, samples, seed, steps, target,
     layer), shared by every session; made on demand (the Why section is off until asked for)."""
     key = (name, text, hyper, n_samples, seed, steps, target, layer)
-    hit = CACHE.get("app.attribution", key)
-    if hit is None:
-        hit = CACHE.put("app.attribution", key, model.attribute(text, n_samples=n_samples, seed=seed, steps=steps,
-                                                                 target=target, layer=layer, **dict(hyper)))
-    return hit
+    return CACHE.get_or_make("app.attribution", key,
+                             lambda: model.attribute(text, n_samples=n_samples, seed=seed, steps=steps,
+                                                     target=target, layer=layer, **dict(hyper)))
 
 
 def get_label_posterior(model, name: str, text: str, hyper: tuple[tuple[str, float], ...], n_samples: int,

@@ -12,19 +12,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from bam_viz import charts, live, why
+from bam_viz import charts, why
+from bam_viz.posterior import describe
 from views import state
 
 ss = st.session_state
 
 
 @st.fragment
+@state.foreground
 def why_section(view: state.View, model) -> None:
-    with live.FRAMES.foreground():
-        _why_section(view, model)
-
-
-def _why_section(view: state.View, model) -> None:
     st.subheader("Why this prediction")
     ss.setdefault("why", False)
     on = st.toggle("Explain the prediction (why)", key="why", persist_state="session",
@@ -37,7 +34,7 @@ def _why_section(view: state.View, model) -> None:
                    "(about a second on a short sentence).")
         return
     result = view.result(model)
-    tokens, T = list(result.tokens), len(result.tokens)
+    tokens = list(result.tokens)
     ss.setdefault("why_target", "positive")
     ss.setdefault("why_samples", 8)
     ss.setdefault("why_steps", 32)
@@ -75,26 +72,22 @@ def _why_section(view: state.View, model) -> None:
         st.info(f"{err}")
         return
 
-    st.markdown(f"**Which words moved P({attr.target})** — {_sentence(attr, T)}")
-    S = attr.samples.shape[0]
-    band = attr.samples.double().quantile(torch_quantiles(), dim=0).numpy() if S > 1 else (
-        attr.samples.double().numpy().repeat(2, 0))
-    mean = attr.samples.double().mean(0).numpy()
-    st.html(why.token_strip_html(tokens, mean, band[0], band[1], attr.mean_field.double().numpy(), attr.target)
+    mean, band = attr.mean.numpy(), attr.band.numpy()
+    st.markdown(f"**Which words moved P({attr.target})** — {_sentence(attr.tokens, mean)}")
+    st.html(why.token_strip_html(tokens, mean, band[0], band[1], attr.mean_field.numpy(), attr.target)
             + why.legend_html(attr.target))
     st.caption(_completeness(attr))
 
     if attr.attention is not None:
         a = attr.attention
-        stochastic = layer in result.stochastic_layers and a.samples.shape[0] > 1
-        shown = (a.samples if stochastic else a.mean_field[None]).double()
-        attribution = shown.mean(0)[head].numpy()
-        width = None
-        if stochastic:
-            q = shown[:, head].quantile(torch_quantiles(), dim=0)
-            width = (q[1] - q[0]).numpy()
-        weights = a.weights[:-1].double().mean(0) if stochastic else a.weights[-1].double()
-        figure = why.attention_attribution_figure(tokens, weights[head].numpy(), attribution, width, layer, head)
+        S = a.samples.shape[0]
+        stochastic = layer in result.stochastic_layers and S > 1
+        if stochastic:                      # each sample's own weights: their mean, and the band's width
+            attribution, width = a.mean[head].numpy(), (a.band[1, head] - a.band[0, head]).numpy()
+            weights = a.weights[:-1, head].mean(0).numpy()
+        else:
+            attribution, width, weights = a.mean_field[head].numpy(), None, a.weights[-1, head].numpy()
+        figure = why.attention_attribution_figure(tokens, weights, attribution, width, layer, head)
         st.plotly_chart(figure, key="why_attention_map")
         st.caption(f"Attention attribution (Hao et al., AAAI 2021): Integrated Gradients of P({attr.target}) with "
                    f"respect to layer {layer}'s attention weights, scaled from zero to their value"
@@ -106,19 +99,12 @@ def _why_section(view: state.View, model) -> None:
     _label_posterior(view, model, layer)
 
 
-def torch_quantiles():
-    import torch
-
-    return torch.tensor([0.05, 0.95], dtype=torch.float64)
-
-
-def _sentence(attr, T: int) -> str:
+def _sentence(tokens: list[str], mean) -> str:
     """One line of what the strip shows: the strongest push each way, averaged over samples."""
-    mean = attr.samples.double().mean(0)
-    inner = list(range(1, T - 1)) or list(range(T))
+    inner = list(range(1, len(tokens) - 1)) or list(range(len(tokens)))
     up = max(inner, key=lambda i: float(mean[i]))
     down = min(inner, key=lambda i: float(mean[i]))
-    word = lambda i: charts.md_escape(charts.display_token(attr.tokens[i]))  # noqa: E731
+    word = lambda i: charts.md_escape(charts.display_token(tokens[i]))  # noqa: E731
     parts = []
     if float(mean[up]) > 0:
         parts.append(f"“{word(up)}” raised it most ({charts.signed(float(mean[up]))})")
@@ -153,7 +139,7 @@ def _label_posterior(view: state.View, model, layer: int) -> None:
         return
     st.plotly_chart(why.label_posterior_figure(lp), key="why_label_posterior")
     for label in lp.labels:
-        st.markdown("- " + charts.md_escape(_describe(lp, label)))
+        st.markdown("- " + charts.md_escape(describe(lp, label)))
     if lp.method == "importance":
         ess = ", ".join(f"{label} {e:.1f}" for label, e in zip(lp.labels, lp.ess, strict=True))
         line = (f"Layer {lp.layer}'s [CLS] row, head mean. Importance-weighted from the explorer's "
@@ -164,9 +150,3 @@ def _label_posterior(view: state.View, model, layer: int) -> None:
     elif lp.method == "exact":
         st.caption("Exact: the categorical model's alignment of the top layer's [CLS] query is enumerated over every "
                    "key (Deng et al. 2018), p(z | x, y) = p(z | x) p(y | x, z) / p(y | x).")
-
-
-def _describe(lp, label: str) -> str:
-    from bam_viz.posterior import describe
-
-    return describe(lp, label)
