@@ -28,12 +28,12 @@ import hashlib
 import json
 import logging
 import math
+import os
 import struct
 import threading
 import time
 from collections import deque
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -41,16 +41,24 @@ import torch
 from bam_viz.attention import Mode, Trace
 from bam_viz.explain import PriorDraws, lower_states
 from bam_viz.families.sampling import masked_log_softmax
+from bam_viz.frames import (
+    FRAME_TIMEOUT_S,
+    MAP_SAMPLES,
+    STATS,
+    Frame,
+    FrameParts,
+    FrameWorker,
+    WorkerGone,
+    make_frame,
+    quantiles,
+)
 from bam_viz.inputs import check_n_samples, check_seed, check_text
-from bam_viz.result import log10_density, log10_range, monte_carlo_errors
+from bam_viz.result import log10_density, log10_range
 
 POSTERIOR_PER_DECADE = 12       # the posterior's log slider: ~21% steps (46 values for shape_k, with the trained 3)
 PRIOR_PER_DECADE = 4            # the prior-only log slider: ~78% steps (33 values for beta)
 LINEAR_POINTS = {"posterior": 61, "prior": 31}
-MAP_SAMPLES = 4                 # sampled maps drawn beside the mean and std maps
 DENSITY_POINTS = 160
-STATS = ("p_mc", "p_se", "p_mean_field", "gap", "gap_se", "mi", "mi_se", "expected_entropy")
-MAP_KINDS = ("std", "q05", "q95")   # per frame, then MAP_SAMPLES sampled maps; the mean map is per grid
 WORKERS = 2                     # frames made at once: this machine's cores
 IDLE_S = 5.0                    # a grid nobody asked about for this long stops making frames
 
@@ -77,17 +85,6 @@ def nearest_first(n: int, start: int) -> list[int]:
     for d in range(1, n):
         order += [i for i in (start + d, start - d) if 0 <= i < n]
     return order
-
-
-@dataclass(frozen=True)
-class Frame:
-    """The sentence at one posterior value: what does not depend on the selected head or query."""
-
-    stats: np.ndarray               # (len(STATS),) NaN where an error is not estimable
-    p_samples: np.ndarray           # (S,) P(positive) of each attention sample
-    spread: np.ndarray              # (L, H)
-    kl: np.ndarray                  # (B, L, H) KL(q || prior) at every prior value, nats
-    maps: dict                      # stochastic layer -> (H, 3 + MAP_SAMPLES', W, W) float16, MAP_KINDS then samples
 
 
 class LiveGrid:
@@ -176,34 +173,36 @@ class LiveGrid:
 
     # ---- frames ----------------------------------------------------------------------------------
     def frame(self, i: int) -> Frame:
-        """Frame i, made now if no worker has made it."""
+        """Frame i, made now (in this thread) if no worker has made it."""
         hit = self.frames[i]
         if hit is not None:
             return hit
-        r = self.model.explain(self.text, n_samples=self.n_samples, seed=self.seed, cache=False,
-                               **dict(self.hyper_at(i, None)))
-        pos = r.positive_index
-        se = monte_carlo_errors(r.sample_probs.double().numpy(), float(r.mean_field_probs[pos]), pos,
-                                bool(r.stochastic_layers))
-        stats = np.array([float(r.mc_probs[pos]), _nan(se.p_positive), float(r.mean_field_probs[pos]), r.gap,
-                          _nan(se.gap), r.mutual_information, _nan(se.mutual_information), r.expected_entropy])
-        idx = torch.tensor(self.window)
-        maps = {}
-        for layer in r.stochastic_layers:
-            w = r.sample_weights[:, layer][:, :, idx][:, :, :, idx]                    # (S, H, W, W)
-            S = w.shape[0]
-            # NumPy: torch's std over a strided first dimension took 6 ms of a frame's ~100
-            std = torch.from_numpy(w.numpy().std(0, ddof=1)) if S > 1 else torch.zeros_like(w[0])
-            q = quantiles(w, (0.05, 0.95))
-            parts = [std, q[0], q[1], *w[:MAP_SAMPLES]]
-            maps[layer] = torch.stack(parts, 1).half().numpy()                        # (H, K, W, W)
-        made = Frame(stats=stats, p_samples=r.sample_probs[:, pos].double().numpy(),
-                     spread=r.spread.double().numpy(), kl=self.kl_table(i), maps=maps)
+        return self._store(i, make_frame(self.model, self.text, self.n_samples, self.seed, dict(self.hyper_at(i, None)),
+                                         self.window, weights=self.mean_weights is None))
+
+    def _store(self, i: int, parts: FrameParts) -> Frame:
+        made = Frame(stats=parts.stats, p_samples=parts.p_samples, spread=parts.spread, kl=self.kl_table(i),
+                     maps=parts.maps)
         with self._lock:
-            if self.mean_weights is None:
-                self.mean_weights, self.prior_weights = r.mean_weights.clone(), r.prior_weights.clone()
+            if self.mean_weights is None and parts.mean_weights is not None:
+                self.mean_weights, self.prior_weights = parts.mean_weights, parts.prior_weights
             self.frames[i] = made
         return made
+
+    def _make_background(self, i: int) -> None:
+        """Frame i for the scheduler: in the worker process when there is one and the model can be
+        loaded there (a zoo model), else here."""
+        worker, origin = FRAMES.worker, getattr(self.model, "origin", None)
+        if worker is None or origin is None:
+            self.frame(i)
+            return
+        try:
+            parts = worker.submit(origin, self.text, self.n_samples, self.seed, dict(self.hyper_at(i, None)),
+                                  self.window, weights=self.mean_weights is None).result(FRAME_TIMEOUT_S)
+        except (WorkerGone, TimeoutError):  # killed, out of memory, stuck: made here; the next job starts a new one
+            self.frame(i)
+            return
+        self._store(i, parts)
 
     def _work(self, i: int) -> None:
         with self._lock:
@@ -214,7 +213,7 @@ class LiveGrid:
                 return
             self._making.add(i)
         try:
-            self.frame(i)
+            self._make_background(i)
         finally:
             with self._lock:
                 self._making.discard(i)
@@ -338,21 +337,6 @@ class LiveGrid:
                 curves(len(self.prior_values), lambda j: self.hyper_at(0, j), 1))
 
 
-def quantiles(w: torch.Tensor, qs: tuple[float, ...]) -> torch.Tensor:
-    """torch.quantile over dimension 0 (linear interpolation), from one sort: (len(qs), *w.shape[1:]).
-    torch.quantile (and torch's sort over 32 samples) took a fifth of a frame's time; NumPy's sort
-    along the first axis takes a tenth of that."""
-    s = torch.from_numpy(np.sort(w.numpy(), axis=0))
-    n = s.shape[0]
-    out = []
-    for q in qs:
-        pos = q * (n - 1)
-        lo = math.floor(pos)
-        hi = min(lo + 1, n - 1)
-        out.append(s[lo] + (pos - lo) * (s[hi] - s[lo]))
-    return torch.stack(out)
-
-
 def sweep_of(grid: LiveGrid):
     """The frames made so far as a `bam_viz.sweep.Sweep` over the posterior slider (its captions and
     figure read it); None without a posterior slider or with fewer than 2 samples."""
@@ -369,12 +353,10 @@ def sweep_of(grid: LiveGrid):
                  scale=grid.posterior_spec.scale, n_samples=grid.n_samples, seed=grid.seed)
 
 
-def _nan(x: float | None) -> float:
-    return float("nan") if x is None else float(x)
-
-
 class FrameScheduler:
-    """The background frames of every grid, made by WORKERS threads at lower CPU priority.
+    """The background frames of every grid, made by WORKERS threads at lower CPU priority, or, with
+    $BAM_VIZ_FRAME_WORKER=process (the app's setting), sent by those threads to one worker process
+    at nice 19 (`bam_viz.frames.FrameWorker`), which keeps their Python off the server's GIL.
 
     Grids take turns, a frame each (round robin), and each grid's frames come in its own order
     (nearest to its slider first). With twenty sentences typed at once, every student gets the
@@ -389,8 +371,29 @@ class FrameScheduler:
         self._threads: list[threading.Thread] = []
         self.busy = 0                             # frames being made now
         self.front = 0                            # requests being answered now (`foreground`)
+        self._worker: FrameWorker | None = None
+        self._mode: str | None = None
+
+    @property
+    def worker(self) -> FrameWorker | None:
+        """The worker process's handle when frames are made in one ($FRAME_WORKER_ENV read once)."""
+        if self._mode is None:
+            mode = os.environ.get(FRAME_WORKER_ENV, "threads").strip().lower()
+            if mode not in ("threads", "process"):
+                raise ValueError(f"${FRAME_WORKER_ENV} is 'threads' or 'process', not {mode!r}")
+            self.use(mode)
+        return self._worker
+
+    def use(self, mode: str) -> None:
+        """Make background frames in this process's threads ("threads") or in a worker process."""
+        with self._cond:
+            old, self._mode = self._worker, mode
+            self._worker = FrameWorker() if mode == "process" else None
+        if old is not None:
+            old.close()
 
     def add(self, grid: LiveGrid, order: list[int]) -> None:
+        _ = self.worker                           # the mode, read once before any frame is handed out
         with self._cond:
             self._turns = deque(t for t in self._turns if t[0] is not grid)
             if order:
@@ -438,8 +441,10 @@ class FrameScheduler:
             with self._cond:
                 self._cond.wait_for(lambda: bool(self._turns))
                 # Runs first; after YIELD_S a frame starts anyway, so a class that never pauses still
-                # gets its grids (their polling stops only when they are done).
-                self._cond.wait_for(lambda: self.front == 0, timeout=YIELD_S)
+                # gets its grids (their polling stops only when they are done). A worker process needs
+                # no such wait: the kernel runs it only on a core no request wants.
+                if self._worker is None:
+                    self._cond.wait_for(lambda: self.front == 0, timeout=YIELD_S)
                 job = self._next()
                 if job is None:
                     continue
@@ -468,6 +473,7 @@ class FrameScheduler:
 FRAMES = FrameScheduler()
 
 
+FRAME_WORKER_ENV = "BAM_VIZ_FRAME_WORKER"
 NICE = 10                        # background work's niceness: what a user waits for goes first
 YIELD_S = 0.25                   # the longest a background frame waits for requests being answered
 

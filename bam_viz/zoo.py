@@ -218,7 +218,9 @@ def load(name: str | None = None, device: str | torch.device | None = None, root
         raise CheckpointError(f"{file} does not fit the {name} model: unexpected {unexpected[:5]}, "
                               f"missing {sorted(trainable - set(state))[:5]}")
     model.card = card
-    return share_pretrained(model.to(choose_device(device)).eval().merge_adapters())
+    model = share_pretrained(model.to(choose_device(device)).eval().merge_adapters())
+    model.origin = (name, str(Path(root).resolve()))     # where another process loads the same model
+    return model
 
 
 def share_pretrained(model: BamClassifier) -> BamClassifier:

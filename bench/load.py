@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from browser_latency import CHROMIUM, CHROMIUM_ARGS, PAINTED_JS, PAUSES_S, ROOT, serve, summary  # noqa: E402
 from protocol_client import Student  # noqa: E402
+from soak import descendants  # noqa: E402
 
 START = "/?model=bam-wc&n_samples=32&seed=0"
 SUBJECTS = ("the actor", "the script", "the director", "the score", "the camera", "the editing", "the cast",
@@ -209,7 +210,8 @@ async def run_async(sessions: int, stagger: float, presses: int, timeout_s: floa
             single = await session(browser, base, 9_999, presses, 0.0, timeout_s)
             alone = await student(base, 9_998, presses, 0.0, timeout_s) if len(in_browser) < sessions else None
             t0 = time.perf_counter()
-            cpu0 = cpu_seconds(proc[0].pid), cpu_seconds(comm="chrom")
+            worker = descendants(proc[0].pid)[1:]                 # the frame worker, started by the warm-up
+            cpu0 = cpu_seconds(proc[0].pid), cpu_seconds(comm="chrom"), sum(cpu_seconds(p) for p in worker)
             crowd = await asyncio.gather(*[
                 (session(browser, base, j, presses, delay, timeout_s) if j in in_browser
                  else student(base, j, presses, delay, timeout_s))
@@ -217,6 +219,7 @@ async def run_async(sessions: int, stagger: float, presses: int, timeout_s: floa
             out["load_seconds"] = round(time.perf_counter() - t0, 1)
             # Where the machine's time went while the class worked: the server, and every chromium process
             out["cpu_seconds"] = {"server": round(cpu_seconds(proc[0].pid) - cpu0[0], 1),
+                                  "frame_worker": round(sum(cpu_seconds(p) for p in worker) - cpu0[2], 1),
                                   "chromium": round(cpu_seconds(comm="chrom") - cpu0[1], 1),
                                   "available": round(out["load_seconds"] * (os.cpu_count() or 1), 1)}
             await browser.close()

@@ -9,7 +9,8 @@ On a fresh server (loopback only), in headless Debian chromium:
   2. `--moves` slider presses spread over `--sessions` open sessions (round robin, pauses of 0.2-1.5 s
      drawn with a fixed seed), each on a long sentence of its own: every release reruns the server;
   3. `--idle` seconds with no page open.
-The server's RSS (/proc/PID/status VmRSS) is sampled every 0.5 s throughout. Reported: the RSS after
+The server's RSS (/proc/PID/status VmRSS), with its frame worker's, is sampled every 0.5 s throughout.
+Reported: the RSS after
 the first page (the whole zoo is loaded only as the URLs reach each model), the plateau (the median
 of the last 20 s of step 2), the peak, and the RSS after the idle (the median of its last 5 s), with
 `after_idle / plateau`; the goal is a peak under 2.5 GiB and an after-idle no more than 10% above the
@@ -53,8 +54,30 @@ def url_for(base: str, i: int, model: str) -> str:
     return f"{base}/?model={model}&n_samples=64&seed={i}&text={quote(long_sentence(i))}"
 
 
+def descendants(pid: int) -> list[int]:
+    """`pid` and every process below it (the frame worker), from /proc/PID/task/*/children."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        for task in Path(f"/proc/{p}/task").glob("*"):
+            try:
+                todo += [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                pass
+    return out
+
+
+def rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
 class RssSampler(threading.Thread):
-    """Samples a process's resident set size every `every` seconds, with a phase label."""
+    """Samples the resident set size of a process and its children (the server and its frame
+    worker, summed) every `every` seconds, with a phase label."""
 
     def __init__(self, pid: int, every: float = 0.5):
         super().__init__(daemon=True)
@@ -62,10 +85,13 @@ class RssSampler(threading.Thread):
         self.t0, self._halt = time.monotonic(), threading.Event()
 
     def rss_mb(self) -> float:
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        return float("nan")
+        total = rss_kb(self.pid)               # raises when the server is gone: the sampler stops
+        for child in descendants(self.pid)[1:]:
+            try:
+                total += rss_kb(child)
+            except OSError:                    # a worker that just ended
+                pass
+        return total / 1024
 
     def run(self) -> None:
         while not self._halt.is_set():

@@ -22,6 +22,7 @@ LAYERS = [
     {"attribution", "posterior", "why"},
     {"model"},
     {"zoo", "predictors", "sweep"},
+    {"frames"},
     {"evaluate", "train", "examples", "live"},
     {"report", "bench"},
     {"cli"},

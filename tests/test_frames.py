@@ -1,0 +1,151 @@
+"""The live grid's background frames made in a worker process (bam_viz.frames.FrameWorker): the same
+numbers as the server's own, a worker at the lowest priority, one that dies is replaced without
+losing a frame, and one whose server is gone exits."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bam_viz import frames, live, zoo
+
+TEXT = "a gorgeous , witty , seductive movie ."
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def model():
+    return zoo.load("bam-wc")
+
+
+@pytest.fixture()
+def process_frames():
+    """The module's scheduler making its frames in a worker process, for one test."""
+    live.FRAMES.use("process")
+    yield live.FRAMES
+    live.FRAMES.use("threads")
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/status")
+    return not (status.exists() and "zombie" in status.read_text())
+
+
+def same_frames(a, b) -> None:
+    assert np.array_equal(a.stats, b.stats, equal_nan=True)
+    assert np.array_equal(a.p_samples, b.p_samples)
+    assert np.array_equal(a.spread, b.spread)
+    assert np.array_equal(a.kl, b.kl)
+    assert a.maps.keys() == b.maps.keys() and all(np.array_equal(a.maps[k], b.maps[k]) for k in a.maps)
+
+
+def test_a_zoo_model_knows_where_another_process_loads_it(model):
+    name, root = model.origin
+    assert name == "bam-wc" and Path(root) == zoo.PRETRAINED.resolve()
+
+
+@pytest.fixture()
+def one_thread():
+    """The app's setting (views/state.py): one intra-op thread, as in the worker, so that reductions
+    add in the same order and the numbers agree to the bit."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_frames_made_in_the_worker_equal_the_servers_own(model, process_frames, one_thread):
+    grid = live.LiveGrid(model, TEXT, 8, 3)
+    grid.start(5)
+    assert grid.wait(180)
+    pid = process_frames.worker.pid
+    assert pid is not None and pid != os.getpid()
+    # The worker runs at the lowest priority: field 19 of /proc/PID/stat is the nice value.
+    assert int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16]) == frames.WORKER_NICE
+    here = live.LiveGrid(model, TEXT, 8, 3)
+    for i in range(len(grid.values)):
+        same_frames(grid.frames[i], here.frame(i))
+    assert grid.mean_weights is not None and here.mean_weights is not None
+    assert np.array_equal(grid.mean_weights.numpy(), here.mean_weights.numpy())
+
+
+def test_a_worker_that_dies_is_replaced_and_no_frame_is_lost(model, process_frames):
+    worker = process_frames.worker
+    first = worker.submit(model.origin, TEXT, 4, 0, {}, [0, 1, 2])
+    assert first.result(180).stats.shape == (len(frames.STATS),)
+    old = worker.pid
+    os.kill(old, signal.SIGKILL)
+    grid = live.LiveGrid(model, TEXT + " yes", 4, 0)
+    grid.start(0)
+    assert grid.wait(180), "frames sent to the dead worker were never made"
+    assert worker.pid not in (None, old)          # the next job started a new worker
+
+
+def test_a_job_of_a_worker_killed_while_it_works_fails_with_worker_gone(model, process_frames):
+    worker = process_frames.worker
+    worker.submit(model.origin, TEXT, 4, 0, {}, [0]).result(180)       # started and the model loaded
+    jobs = [worker.submit(model.origin, TEXT, 64, s, {}, [0]) for s in range(6)]
+    os.kill(worker.pid, signal.SIGKILL)
+    outcomes = []
+    for job in jobs:
+        try:
+            job.result(60)
+            outcomes.append("made")
+        except frames.WorkerGone:
+            outcomes.append("gone")
+    assert "gone" in outcomes
+
+
+def test_a_model_without_an_origin_is_made_in_the_server(model, process_frames):
+    built = zoo.load("softmax")
+    del built.origin                     # as a model built in code, not loaded from the zoo
+    grid = live.LiveGrid(built, TEXT, 4, 0)
+    grid.start(0)
+    assert grid.wait(60)
+
+
+def test_the_worker_exits_when_its_server_is_gone():
+    script = (
+        "import os, sys\n"
+        "from bam_viz import frames, zoo\n"
+        "m = zoo.load('softmax')\n"
+        "w = frames.FrameWorker()\n"
+        "w.submit(m.origin, 'fine .', 2, 0, {}, [0]).result(180)\n"
+        "print(w.pid, flush=True)\n"
+        "os._exit(0)\n"           # no clean-up: as a server that was killed
+    )
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=240,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    pid = int(out.stdout.split()[-1])
+    deadline = time.monotonic() + 15
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not alive(pid)
+
+
+def test_the_mode_is_read_from_the_environment(monkeypatch):
+    scheduler = live.FrameScheduler()
+    monkeypatch.setenv(live.FRAME_WORKER_ENV, "process")
+    assert isinstance(scheduler.worker, frames.FrameWorker)
+    monkeypatch.setenv(live.FRAME_WORKER_ENV, "threads")
+    assert scheduler.worker is not None           # read once
+    scheduler.use("threads")
+    assert scheduler.worker is None
+    other = live.FrameScheduler()
+    monkeypatch.setenv(live.FRAME_WORKER_ENV, "gpu")
+    with pytest.raises(ValueError, match="threads' or 'process'"):
+        _ = other.worker
