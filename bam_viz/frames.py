@@ -4,15 +4,19 @@ the worker process that makes the background ones.
 A frame is one `explain()` call reduced by `make_frame`. The explorer makes the frame a user waits
 for in the server, and the other values of the slider in the background (`bam_viz.live`). Made by
 threads of the server, those background frames shared its GIL with every request: under a class of
-twenty, a press waited for a core and for the GIL behind some other student's sweep. `FrameWorker`
-makes them in a process of its own instead, spawned once at the lowest CPU priority (nice 19): its
-own GIL, and a priority the kernel can honour, so a request being answered always runs first.
+twenty, a press waited for a core and for the GIL behind some other student's sweep. With
+$BAM_VIZ_FRAME_WORKER=process, `FrameWorker` makes them in a process of its own instead, started
+once at the lowest CPU priority (nice 19): its own GIL, and a priority the kernel can honour, so a
+request being answered always runs first. It costs memory (its runtime, its own working memory and
+cache: the soak's peak rose from 2.4 to 3.1 GB) and, on a machine never idle, the sweeps may wait
+long; so threads stay the default (docs/performance.md).
 
-The worker loads each model by its zoo name and folder (`model.origin`, set by `bam_viz.zoo.load`),
-once, and answers jobs on `WORKER_THREADS` threads (torch releases the GIL in its kernels). It exits
+The server sends each model to the worker once, its weights as shared memory (the server's own pages,
+mapped, not copied: `FrameScheduler.prepare` moves them there when the model is loaded), and the
+worker answers jobs on `WORKER_THREADS` threads (torch releases the GIL in its kernels). It exits
 when the server does (it watches its parent). A job whose worker died fails with `WorkerGone`, and
 the next job starts a new worker; a model without an origin (built in code, not loaded from the
-zoo) is never sent.
+zoo, so of classes the worker may not be able to import) is never sent.
 """
 
 from __future__ import annotations
@@ -38,7 +42,9 @@ STATS = ("p_mc", "p_se", "p_mean_field", "gap", "gap_se", "mi", "mi_se", "expect
 MAP_KINDS = ("std", "q05", "q95")   # per frame, then MAP_SAMPLES sampled maps; the mean map is per grid
 WORKER_NICE = 19                # the worker's niceness: any request of the server's runs before it
 WORKER_THREADS = 2              # frames made at once in the worker: this machine's cores
-WORKER_WORK_MB = 384            # the worker's own working-memory budget ($BAM_VIZ_WORK_MB there)
+WORKER_WORK_MB = 192            # the worker's own working-memory budget ($BAM_VIZ_WORK_MB there)
+WORKER_CACHE_MB = 32            # and cache ($BAM_VIZ_CACHE_MB there): a frame reuses only its sentence's
+                                # lower layers, and what the page reads again is kept by the server
 START_TIMEOUT_S = 120.0         # importing torch and loading a model in a fresh process
 FRAME_TIMEOUT_S = 300.0         # a frame not answered by then is made in the server instead
 
@@ -126,38 +132,37 @@ def _watch_parent(parent: int) -> None:
 
 
 def serve(address: str, parent: int, threads: int = WORKER_THREADS, nice: int = WORKER_NICE) -> None:
-    """The worker's main (run by `FrameWorker`, with the connection's key on stdin): nice first
-    (threads made after inherit it on Linux), then `threads` loops answering jobs (job id, origin,
-    text, S, seed, hyper, window, weights) with (job id, parts or None, error or None)."""
+    """The worker's main (run by `FrameWorker`, with the server's process key on stdin): nice first
+    (threads made after inherit it on Linux), then `threads` loops answering jobs (job id, model key,
+    text, S, seed, hyper, window, weights) with (job id, parts or None, error or None). A model comes
+    before its first job, as ("model", key, model): its tensors arrive as shared memory, the server's
+    own pages, not a copy."""
+    import multiprocessing
     import sys
     from multiprocessing.connection import Client
+
+    import torch.multiprocessing  # noqa: F401  (registers the reductions that receive tensors as shared memory)
+
+    from bam_viz.device import tune_allocator
 
     try:
         os.setpriority(os.PRIO_PROCESS, 0, nice)
     except (AttributeError, OSError):
         pass
     torch.set_num_threads(1)
+    tune_allocator()
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
-    conn = Client(address, authkey=bytes.fromhex(sys.stdin.readline().strip()))
-    from bam_viz import zoo
-
-    models, load_lock, send_lock, jobs = {}, threading.Lock(), threading.Lock(), queue.Queue()
-
-    def model_of(origin):
-        with load_lock:
-            if origin not in models:
-                name, root = origin
-                models[origin] = zoo.load(name, root=Path(root))
-            return models[origin]
+    # The server's key: the connection's, and the one its tensors' file descriptors are fetched with.
+    multiprocessing.current_process().authkey = bytes.fromhex(sys.stdin.readline().strip())
+    conn = Client(address, authkey=multiprocessing.current_process().authkey)
+    models, send_lock, jobs = {}, threading.Lock(), queue.Queue()
 
     def loop():
         while True:
             job = jobs.get()
-            if job is None:
-                return
-            job_id, origin, text, n_samples, seed, hyper, window, weights = job
+            job_id, key, text, n_samples, seed, hyper, window, weights = job
             try:
-                answer = (job_id, make_frame(model_of(origin), text, n_samples, seed, hyper, window, weights), None)
+                answer = (job_id, make_frame(models[key], text, n_samples, seed, hyper, window, weights), None)
             except Exception as e:          # one frame's failure is the server's to report
                 answer = (job_id, None, f"{type(e).__name__}: {e}")
             with send_lock:
@@ -167,7 +172,11 @@ def serve(address: str, parent: int, threads: int = WORKER_THREADS, nice: int = 
         threading.Thread(target=loop, daemon=True).start()
     try:
         while True:
-            jobs.put(conn.recv())
+            message = conn.recv()
+            if message[0] == "model":       # before any job that needs it: the queue keeps the order
+                models[message[1]] = message[2].eval()
+            else:
+                jobs.put(message)
     except (EOFError, OSError):             # the server closed the connection
         os._exit(0)
 
@@ -183,6 +192,7 @@ class FrameWorker:
         self.threads, self.nice, self.work_mb = threads, nice, work_mb
         self._lock = threading.Lock()
         self._proc = self._conn = None
+        self._sent: set = set()                  # the models the current process holds
         self._pending: dict[int, tuple] = {}     # job id -> (the process it went to, its Future)
         self._ids = itertools.count()
 
@@ -192,23 +202,26 @@ class FrameWorker:
 
     def _start(self) -> None:
         """Under the lock: a fresh process, its connection, and the thread that reads its answers."""
-        import secrets
+        import multiprocessing
         import subprocess
         import sys
         from multiprocessing.connection import Listener
 
-        from bam_viz.cache import WORK_ENV
+        import torch.multiprocessing  # noqa: F401  (registers the reductions that send tensors as shared memory)
 
-        key = secrets.token_bytes(32)
+        from bam_viz.cache import BUDGET_ENV, WORK_ENV
+
+        # This process's own key: the worker needs it to fetch the file descriptors of shared tensors.
+        key = multiprocessing.current_process().authkey
         with Listener(family="AF_UNIX", authkey=key) as listener:
-            # A working-memory budget of its own: its explain()s are not the server's.
-            env = {**os.environ, WORK_ENV: str(self.work_mb)}
+            # Budgets of its own: its explain()s are not the server's.
+            env = {**os.environ, WORK_ENV: str(self.work_mb), BUDGET_ENV: str(WORKER_CACHE_MB)}
             env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
             # -c, not -m: the answers' classes must pickle as bam_viz.frames', not as a __main__ copy's.
             main = (f"from bam_viz.frames import serve; serve({listener.address!r}, {os.getpid()}, "
                     f"{self.threads}, {self.nice})")
             proc = subprocess.Popen([sys.executable, "-c", main], stdin=subprocess.PIPE, env=env)
-            proc.stdin.write(key.hex().encode() + b"\n")
+            proc.stdin.write(bytes(key).hex().encode() + b"\n")
             proc.stdin.close()
             listener._listener._socket.settimeout(START_TIMEOUT_S)
             try:
@@ -216,21 +229,27 @@ class FrameWorker:
             except OSError as e:
                 proc.kill()
                 raise WorkerGone(f"the frame worker did not connect: {e}") from e
-        self._proc, self._conn = proc, conn
+        self._proc, self._conn, self._sent = proc, conn, set()
         threading.Thread(target=self._receive, args=(proc, conn), daemon=True, name="bam-viz-frames").start()
 
-    def submit(self, origin: tuple[str, str], text: str, n_samples: int, seed: int, hyper: dict,
-               window: list[int], weights: bool = False) -> Future:
-        """Frame parts for these arguments (see `make_frame`), made in the worker; raises `WorkerGone`
-        when no worker can be started."""
+    def submit(self, model, text: str, n_samples: int, seed: int, hyper: dict, window: list[int],
+               weights: bool = False) -> Future:
+        """Frame parts of `model` (a zoo model: one with an `origin`) for these arguments (see
+        `make_frame`), made in the worker; raises `WorkerGone` when no worker can be started. The
+        model goes to the worker once, its tensors as shared memory: the worker adds no copy of the
+        weights, only its own working memory."""
         future: Future = Future()
+        key = tuple(model.origin)
         with self._lock:
             if self._proc is None or self._proc.poll() is not None:
                 self._start()
             job_id = next(self._ids)
             self._pending[job_id] = (self._proc, future)
             try:
-                self._conn.send((job_id, tuple(origin), text, int(n_samples), int(seed),
+                if key not in self._sent:
+                    self._conn.send(("model", key, model))
+                    self._sent.add(key)
+                self._conn.send((job_id, key, text, int(n_samples), int(seed),
                                  {k: float(v) for k, v in hyper.items()}, [int(i) for i in window], weights))
             except OSError as e:
                 self._pending.pop(job_id)

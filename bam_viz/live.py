@@ -197,7 +197,7 @@ class LiveGrid:
             self.frame(i)
             return
         try:
-            parts = worker.submit(origin, self.text, self.n_samples, self.seed, dict(self.hyper_at(i, None)),
+            parts = worker.submit(self.model, self.text, self.n_samples, self.seed, dict(self.hyper_at(i, None)),
                                   self.window, weights=self.mean_weights is None).result(FRAME_TIMEOUT_S)
         except (WorkerGone, TimeoutError):  # killed, out of memory, stuck: made here; the next job starts a new one
             self.frame(i)
@@ -383,6 +383,16 @@ class FrameScheduler:
                 raise ValueError(f"${FRAME_WORKER_ENV} is 'threads' or 'process', not {mode!r}")
             self.use(mode)
         return self._worker
+
+    def prepare(self, model) -> None:
+        """Call once when a model is loaded, before any thread uses it: with a worker process, its
+        weights move into shared memory now (a move, so never while another thread reads them), and
+        the worker later maps the same pages instead of a copy of its own."""
+        if self.worker is not None:
+            from bam_viz.device import trim_heap
+
+            model.share_memory()
+            trim_heap()                 # the private copies the weights leave behind go back to the system
 
     def use(self, mode: str) -> None:
         """Make background frames in this process's threads ("threads") or in a worker process."""

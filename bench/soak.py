@@ -9,12 +9,12 @@ On a fresh server (loopback only), in headless Debian chromium:
   2. `--moves` slider presses spread over `--sessions` open sessions (round robin, pauses of 0.2-1.5 s
      drawn with a fixed seed), each on a long sentence of its own: every release reruns the server;
   3. `--idle` seconds with no page open.
-The server's RSS (/proc/PID/status VmRSS), with its frame worker's, is sampled every 0.5 s throughout.
-Reported: the RSS after
-the first page (the whole zoo is loaded only as the URLs reach each model), the plateau (the median
-of the last 20 s of step 2), the peak, and the RSS after the idle (the median of its last 5 s), with
-`after_idle / plateau`; the goal is a peak under 2.5 GiB and an after-idle no more than 10% above the
-plateau (memory that stays up after the load is what leaks; below the plateau is memory given back).
+The server's RSS (/proc/PID/status VmRSS), plus its frame worker's private pages, is sampled every
+0.5 s throughout. Reported: the RSS after the first page (the whole zoo is loaded only as the URLs reach
+each model), the plateau (the median of the last 20 s of step 2), the peak, and the RSS after the
+idle (the median of its last 5 s), with `after_idle / plateau`; the goal is a peak under 2.5 GiB and
+an after-idle no more than 10% above the plateau (memory that stays up after the load is what leaks;
+below the plateau is memory given back).
 Bounded in time (`--max-seconds`, default 1500): a phase that runs out stops and says so.
 """
 
@@ -68,16 +68,23 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
-def rss_kb(pid: int) -> int:
+def status_kb(pid: int, field: str = "VmRSS") -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1])
     return 0
 
 
+def private_kb(pid: int) -> int:
+    """The pages only `pid` holds (Private_Clean + Private_Dirty): what a child adds to its parent."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:])
+    return sum(int(fields[k].split()[0]) for k in ("Private_Clean", "Private_Dirty"))
+
+
 class RssSampler(threading.Thread):
-    """Samples the resident set size of a process and its children (the server and its frame
-    worker, summed) every `every` seconds, with a phase label."""
+    """Samples the server's memory every `every` seconds, with a phase label: its resident set size
+    plus what its children (the frame worker) hold privately. The worker maps the server's weights
+    (shared memory) and libraries; summing its RSS would count those pages twice."""
 
     def __init__(self, pid: int, every: float = 0.5):
         super().__init__(daemon=True)
@@ -85,10 +92,10 @@ class RssSampler(threading.Thread):
         self.t0, self._halt = time.monotonic(), threading.Event()
 
     def rss_mb(self) -> float:
-        total = rss_kb(self.pid)               # raises when the server is gone: the sampler stops
+        total = status_kb(self.pid)            # raises when the server is gone: the sampler stops
         for child in descendants(self.pid)[1:]:
             try:
-                total += rss_kb(child)
+                total += private_kb(child)
             except OSError:                    # a worker that just ended
                 pass
         return total / 1024

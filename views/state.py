@@ -67,7 +67,9 @@ def foreground(fn):
 def get_model(name: str):
     """One model per process, shared by every session and treated as read-only."""
     _one_torch_thread()
-    return bam_viz.load(name)
+    model = bam_viz.load(name)
+    bam_viz.live.FRAMES.prepare(model)
+    return model
 
 
 def _one_torch_thread() -> None:
