@@ -10,6 +10,8 @@ Two speed-ups of batching are reported. `speedup_batched_vs_looped` is the stric
 cached lower layers, one S-sample pass against S single-sample passes, so it measures batching
 alone. `speedup_end_to_end` starts from token ids: the lower layers once plus the batched pass,
 against S complete single-sample forward passes, what S calls of a one-sample model would cost.
+
+`python -m bam_viz bench --scoring` measures corpus scoring instead (`run_scoring_bench`).
 """
 
 from __future__ import annotations
@@ -54,8 +56,97 @@ def sentence_of_length(model, n_tokens: int) -> str:
     return SENTENCE
 
 
+def run_scoring_bench(args) -> dict:
+    """Sentences per second of corpus scoring (bam_viz.score) on the same movies test sentences: the
+    local engine, then Ray Data with 1 and 2 workers, each a median over `scoring_repeats` runs in
+    this one process, one torch thread a process (`score.one_thread`, as scoring always runs).
+
+    The local engine gets the model already loaded (its load is timed apart);
+    `local_batched32_sent_per_s` times the design it does not take, padded batches of 32. Ray's
+    start-up is reported apart from its throughput: `ray_init_s` starts the local cluster once; every
+    Ray run then starts its actors, which import torch and load the model, so
+    `ray_{w}w_first_batch_s` is the wait for the first RAY_BATCH rows and `ray_{w}w_steady_sent_per_s`
+    the rate after them, beside the end-to-end `ray_{w}w_sent_per_s`. `ray_equals_local` compares
+    every row of every Ray run with the local engine's, exactly.
+    """
+    import os
+
+    from bam_viz import score, zoo
+
+    inputs = score.corpus_inputs(["movies"], "test").iloc[: args.sentences]
+    n, S, repeats = len(inputs), args.samples, max(1, args.scoring_repeats)
+    t0 = time.perf_counter()
+    model = zoo.load(args.model)
+    figures = {"local_load_s": time.perf_counter() - t0}
+    score.score_inputs(inputs.iloc[:4], [model], n_samples=S)                       # warm-up
+    local_s, reference = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        reference = score.score_inputs(inputs, [model], n_samples=S)
+        local_s.append(time.perf_counter() - t0)
+    figures["local_sent_per_s"] = n / statistics.median(local_s)
+    # The design not taken: padded batches of 32 with one generator a batch (a sentence's draws would
+    # then depend on its batch), timed on the same sentences for comparison.
+    texts, batched_s = list(inputs["text"]), []
+    with score.one_thread():
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            for i in range(0, n, 32):
+                model.predict_samples(texts[i : i + 32], n_samples=S, seed=i)
+                model.predict_mean_field(texts[i : i + 32])
+            batched_s.append(time.perf_counter() - t0)
+    figures["local_batched32_sent_per_s"] = n / statistics.median(batched_s)
+
+    t0 = time.perf_counter()
+    started = score.start_ray(None, 2)
+    figures["ray_init_s"] = time.perf_counter() - t0
+    equal = True
+    try:
+        for workers in (1, 2):
+            walls, firsts, steady = [], [], []
+            for _ in range(repeats):
+                stamps = []
+                t0 = time.perf_counter()
+
+                def stamp(done, total, t0=t0, stamps=stamps):
+                    stamps.append((time.perf_counter() - t0, done))
+
+                rows = score.score_inputs(inputs, [args.model], n_samples=S, progress=stamp, engine="ray",
+                                          num_workers=workers)
+                walls.append(time.perf_counter() - t0)
+                equal &= rows.equals(reference)
+                (first_t, first_n), (last_t, _) = stamps[0], stamps[-1]
+                firsts.append(first_t)
+                steady.append((n - first_n) / (last_t - first_t) if last_t > first_t else float("nan"))
+            figures |= {f"ray_{workers}w_sent_per_s": n / statistics.median(walls),
+                        f"ray_{workers}w_first_batch_s": statistics.median(firsts),
+                        f"ray_{workers}w_steady_sent_per_s": statistics.median(steady)}
+    finally:
+        if started:
+            import ray
+
+            ray.shutdown()
+    return {"model": args.model, "n_samples": S, "sentences": n, "corpus": "movies test (first sentences, ambiguous "
+            "ones included)", "repeats": repeats, "torch_threads": score.SCORING_THREADS,
+            "cpus": os.cpu_count(), "machine": platform.processor() or platform.machine(),
+            "ray_batch": score.RAY_BATCH, "ray_equals_local": bool(equal),
+            **{k: round(v, 2) for k, v in figures.items()}}
+
+
 def run_bench(args) -> dict:
     import json
+
+    if getattr(args, "scoring", False) or getattr(args, "theory", False):
+        if getattr(args, "theory", False):
+            from bam_viz.bench_theory import run_theory_bench
+
+            result = run_theory_bench(args.repeats)
+        else:
+            result = run_scoring_bench(args)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(result, f, indent=2)
+        return result
 
     from bam_viz import live, zoo
     from bam_viz.attention import Mode

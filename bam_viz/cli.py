@@ -1,7 +1,9 @@
-"""`python -m bam_viz {train, evaluate, report, bench, examples}`: the options of every subcommand, and dispatch.
+"""`python -m bam_viz {train, evaluate, report, bench, examples, score}`: the options of every subcommand, and dispatch.
 
 Each subcommand's run function takes the parsed options: `train.train`, `run_evaluate` (here),
-`report.run_report` and `bench.run_bench`; `examples` calls `examples.build` and `examples.write`.
+`report.run_report` and `bench.run_bench`; `examples` calls `examples.build` and `examples.write`;
+`run_score` (here) reads a file or corpora into `score.score_inputs` under a progress bar and writes
+the scores (and their card).
 `run_evaluate` lives here because what it adds to `evaluate.evaluate` is command-line business:
 checking the corpora (problem lines stop the run unless --lenient), building a predictor from the
 options (a model or VADER, inference hyperparameters, a temperature), printing summaries and writing
@@ -28,7 +30,7 @@ from bam_viz.predictors import (
     VaderPredictor,
 )
 
-DESCRIPTION = "python -m bam_viz {train, evaluate, report, bench, examples}"
+DESCRIPTION = "python -m bam_viz {train, evaluate, report, bench, examples, score}"
 
 
 def parse_assignments(items: list[str]) -> dict[str, float]:
@@ -100,6 +102,13 @@ def add_bench_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--tokens", type=int, default=24, help="sentence length in word pieces, [CLS]/[SEP] included")
     p.add_argument("--json", default=None, help="also write the figures to this file")
+    p.add_argument("--scoring", action="store_true",
+                   help="instead: corpus scoring throughput (sentences/s) of the local engine and of Ray "
+                        "with 1 and 2 workers, and Ray's start-up time")
+    p.add_argument("--theory", action="store_true",
+                   help="instead: the Theory lab's server time per slider move, each panel (--repeats moves)")
+    p.add_argument("--sentences", type=int, default=200, help="--scoring: movies test sentences scored per run")
+    p.add_argument("--scoring-repeats", type=int, default=3, help="--scoring: runs of each engine (medians)")
     return p
 
 
@@ -111,6 +120,43 @@ def add_examples_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data", default=None, help="folder of the corpora (default: $BAM_VIZ_DATA or ../shared)")
     return p
+
+
+def _one_line_errors(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Make `p` report a bad option as one line, "error: ...", and exit 2, like every other input
+    error of the command (argparse's default also prints the usage)."""
+
+    def error(message: str):
+        p.exit(2, f"error: {message} (see python -m bam_viz score --help)\n")
+
+    p.error = error
+    return p
+
+
+def add_score_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Options of `python -m bam_viz score`."""
+    p.add_argument("--model", action="append", required=True, metavar="NAME",
+                   help='a shipped model or "vader" (repeatable); "all" for every shipped model and vader')
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--input", metavar="FILE", help="sentences to score: .csv, .tsv, .txt, .jsonl, .parquet")
+    source.add_argument("--corpus", metavar="NAME", help=f"a rated corpus ({', '.join(CORPORA)}) or all")
+    p.add_argument("--split", choices=[*SPLITS, "all"], default=None, help="with --corpus: the split (default test)")
+    p.add_argument("--samples", type=int, default=32, help="attention samples per sentence (S)")
+    p.add_argument("--seed", type=int, default=0, help="each sentence's generator is seeded from it and its id")
+    p.add_argument("--out", required=True, metavar="FILE",
+                   help="a .parquet or .csv file; with --engine ray also a folder (partitioned Parquet)")
+    p.add_argument("--card", default=None, metavar="JSON", help="also write what the file is and how it was made")
+    p.add_argument("--no-text", dest="text", action="store_false",
+                   help="leave the text column empty (a file to ship: the corpora are never copied; "
+                        "score.with_corpus_text puts their text back from the data folder)")
+    p.add_argument("--text-column", default=None, help="default: found by its name or its contents")
+    p.add_argument("--label-column", default=None, help="default: a column named label, sentiment, y, ...")
+    p.add_argument("--id-column", default=None, help="default: a column named id; else the text's sha256")
+    p.add_argument("--engine", choices=["local", "ray"], default="local")
+    p.add_argument("--num-workers", type=int, default=1, help="Ray actors, one CPU each")
+    p.add_argument("--address", default=None, help="Ray cluster address (default: $RAY_ADDRESS, else a local one)")
+    p.add_argument("--data", default=None, help="folder of the corpora (default: $BAM_VIZ_DATA or ../shared)")
+    return _one_line_errors(p)
 
 
 def add_report_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -134,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_bench_args(sub.add_parser("bench", help="explain() latency, batching speed-ups, a live grid"))
     add_report_args(sub.add_parser("report", help="README tables from saved evaluate --json results"))
     add_examples_args(sub.add_parser("examples", help="choose the explorer's example sentences on movies dev"))
+    add_score_args(sub.add_parser("score", help="score a file or corpora: one row per sentence and model"))
     return parser
 
 
@@ -222,15 +269,74 @@ def run_evaluate(args: argparse.Namespace) -> list[dict]:
     return all_results
 
 
+def run_score(args: argparse.Namespace) -> Path:
+    """Run `score` from parsed CLI options: read, score under a progress bar on stderr, write."""
+    import shlex
+
+    from tqdm import tqdm
+
+    from bam_viz import score
+    from bam_viz.zoo import available_models
+
+    models = [m for name in args.model for m in ([*available_models(), score.VADER] if name == "all" else [name])]
+    # Every option is checked before the input is read and the progress bar starts.
+    score.check_models(models)
+    score.check_options(args.samples, args.seed, args.engine, args.num_workers)
+    out = Path(args.out)
+    partitioned = not out.suffix                     # a folder: one Parquet file per block, written by the workers
+    if out.suffix and out.suffix.lower() not in score.OUTPUT_SUFFIXES or partitioned and args.engine != "ray":
+        raise score.ScoreInputError(f"--out {out}: write a .parquet or .csv file (a folder of partitioned "
+                                    "Parquet needs --engine ray)")
+    if partitioned and args.card:
+        raise score.ScoreInputError("--card describes one file: write a .parquet or .csv file for it")
+    if args.input:
+        if args.split is not None:
+            raise score.ScoreInputError("--split is for --corpus; an --input file is scored whole")
+        frame = score.read_table(args.input)
+        text, label, id_ = score.find_columns(frame, args.text_column, args.label_column, args.id_column)
+        inputs = score.frame_inputs(frame, text, label, id_)
+    else:
+        if args.text_column or args.label_column or args.id_column:
+            raise score.ScoreInputError("--text-column, --label-column and --id-column are for --input files")
+        args.split = args.split or "test"
+        inputs = score.corpus_inputs("all" if args.corpus == "all" else [args.corpus], args.split, args.data)
+    if partitioned:
+        folder = score.write_ray_parquet(inputs, models, out, n_samples=args.samples, seed=args.seed,
+                                         num_workers=args.num_workers, address=args.address)
+        print(f"wrote {folder}/ (partitioned Parquet: {len(inputs) * len(models):,} rows)")
+        return folder
+    tty = sys.stderr.isatty()
+    with tqdm(total=len(inputs) * len(models), desc="scoring", unit="sent", file=sys.stderr,
+              mininterval=0.5 if tty else 30, dynamic_ncols=tty) as bar:
+        def progress(done: int, total: int) -> None:
+            bar.update(done - bar.n)
+
+        frame = score.score_inputs(inputs, models, n_samples=args.samples, seed=args.seed, progress=progress,
+                                   engine=args.engine, num_workers=args.num_workers, address=args.address)
+    if not getattr(args, "text", True):
+        frame = score.without_text(frame)
+    written = score.write_scores(frame, out)
+    print(f"wrote {written} ({len(frame):,} rows, {written.stat().st_size / 2**20:.2f} MB)")
+    if args.card:
+        command = "python -m bam_viz " + shlex.join(args.argv)
+        doc = score.card(frame, written, command, split=None if args.input else args.split, n_samples=args.samples,
+                         seed=args.seed, data=args.data, engine=args.engine, num_workers=args.num_workers)
+        Path(args.card).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.card).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        print(f"wrote {args.card}")
+    return written
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run a subcommand; a missing or broken corpus file, model or folder is one line on stderr and
     exit status 2, never a traceback."""
     from bam_viz.data import CorpusError
+    from bam_viz.score import ScoreInputError
     from bam_viz.zoo import CheckpointError
 
     try:
         return _run(argv)
-    except (CorpusError, CheckpointError, FileNotFoundError) as err:
+    except (CorpusError, CheckpointError, FileNotFoundError, ScoreInputError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
 
@@ -244,6 +350,7 @@ def _run(argv: list[str] | None) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
+
     if args.command == "train":
         from bam_viz.train import train
 
@@ -268,6 +375,8 @@ def _run(argv: list[str] | None) -> int:
         from bam_viz.bench import run_bench
 
         print(json.dumps(run_bench(args), indent=2))
+    elif args.command == "score":
+        run_score(args)
     elif args.command == "examples":
         from bam_viz import examples, zoo
 
