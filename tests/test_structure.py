@@ -23,8 +23,9 @@ LAYERS = [
     {"model"},
     {"zoo", "predictors", "sweep"},
     {"frames"},
-    {"evaluate", "train", "examples", "live"},
-    {"report", "bench"},
+    {"evaluate", "train", "examples", "live", "score", "theory"},
+    {"report", "corpus", "bench_theory"},
+    {"bench"},
     {"cli"},
     {"__main__", "bam_viz"},
 ]
