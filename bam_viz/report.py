@@ -1,4 +1,4 @@
-"""`python -m bam_viz report`: the README's tables from saved `evaluate --json` files.
+"""`python -m bam_viz report`: the tables of docs/results.md from saved `evaluate --json` files.
 
 Three tables: in-domain (movies test) for both predictives, out-of-domain corpora, and every
 model's difference from `softmax` with a 95% paired bootstrap interval over test sentences.

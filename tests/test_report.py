@@ -1,4 +1,4 @@
-"""`python -m bam_viz report`: the README tables from saved evaluation files."""
+"""`python -m bam_viz report`: the results tables (docs/results.md) from saved evaluation files."""
 
 import json
 
