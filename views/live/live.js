@@ -818,14 +818,19 @@ class View {
     if (now.length && this.ready()) this.paint(now);
   }
 
-  // Paint every dirty chart (off screen at the last move), then say none is left.
+  // Paint the dirty charts (off screen at the last move) one per task, so that a key press waits
+  // for one chart's paint at most, never for all of them (the maps take tens of ms each on a busy
+  // machine); then say none is left. A move in between starts the wait again (`paint`).
   flush() {
     this.flushTimer = null;
-    const dirty = this.charts.filter((c) => c.dirty);
-    if (!dirty.length || !this.ready()) return;
+    const chart = this.charts.find((c) => c.dirty);
+    if (!chart || !this.ready()) { if (!chart) this.root.dataset.dirty = "0"; return; }
     this.beforePaint();
-    for (const chart of dirty) { chart.dirty = false; chart.paint(); }
-    this.root.dataset.dirty = "0";
+    chart.dirty = false;
+    chart.paint();
+    const left = this.charts.filter((c) => c.dirty).length;
+    this.root.dataset.dirty = String(left);
+    if (left) this.flushTimer = setTimeout(() => this.flush(), 0);
   }
 
   chart(parent, spec) {
@@ -1073,7 +1078,9 @@ class PayloadView extends View {
     fetch(url, { credentials: "same-origin" })
       .then((r) => { if (!r.ok) throw new Error(`${r.status} ${r.statusText}`); return r.arrayBuffer(); })
       .then((buffer) => {
-        if (this.url !== url) return;                 // a newer payload was asked for meanwhile
+        // A newer payload was asked for meanwhile: it replaces this one, unless nothing is drawn
+        // yet (a busy server answering each fetch after the next poll must not leave the panels empty).
+        if (this.url !== url && this.bytes) return;
         this.bytes = new Uint8Array(buffer);
         this.update(this.bytes, this.meta);
       })
@@ -1974,6 +1981,7 @@ export default function (args) {
   }
   const readable = kind !== null;
   let view = parentElement.__bamvizView;
+  if (!view && kind && PARKED.has(kind)) view = unpark(kind, parentElement);
   if (!kind && !view) {                      // nothing readable, nothing drawn before: say so
     if (!host.querySelector(".bamviz-empty")) el("p", "bamviz-note bamviz-empty", host, "Nothing to draw yet.");
     return undefined;
@@ -1987,6 +1995,7 @@ export default function (args) {
   if (!view) {
     view = new VIEWS[kind]();
     parentElement.__bamvizView = view;
+    BUS.mounts[kind] = (BUS.mounts[kind] || 0) + 1;
   }
   view.attach(host);
   view.calls = (view.calls || 0) + 1;
@@ -2004,7 +2013,37 @@ export default function (args) {
   // only the latest call's may tear the view down.
   return () => {
     if (view.calls !== call) return;
-    view.destroy();
     if (parentElement.__bamvizView === view) delete parentElement.__bamvizView;
+    park(view);
   };
+}
+
+// An unmounted view is parked for PARK_MS rather than destroyed: when Streamlit mounts the same kind
+// again (a rerun that rebuilds the element, on a busy page), the new element adopts it with its
+// arrays and canvases, instead of a blank panel that fetches its ~1 MB payload again while the
+// student's key presses wait for it. One view a kind is drawn per page.
+const PARK_MS = 5000;
+const PARKED = new Map();                    // kind -> { view, timer }
+if (!BUS.mounts) BUS.mounts = {};            // views made, by kind (tests and benchmarks)
+if (!BUS.adopted) BUS.adopted = {};          // parked views taken up again, by kind
+
+function park(view) {
+  const old = PARKED.get(view.kind);
+  if (old && old.view !== view) { clearTimeout(old.timer); old.view.destroy(); }
+  view.root.remove();
+  const timer = setTimeout(() => {
+    if (PARKED.get(view.kind)?.view !== view) return;
+    PARKED.delete(view.kind);
+    view.destroy();
+  }, PARK_MS);
+  PARKED.set(view.kind, { view, timer });
+}
+
+function unpark(kind, parentElement) {
+  const { view, timer } = PARKED.get(kind);
+  clearTimeout(timer);
+  PARKED.delete(kind);
+  parentElement.__bamvizView = view;
+  BUS.adopted[kind] = (BUS.adopted[kind] || 0) + 1;
+  return view;
 }
