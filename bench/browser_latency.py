@@ -159,6 +159,29 @@ EXPLORER_QUERY = f"?model=bam-wc&n_samples=32&seed=0&text={quote(SENTENCE_24)}"
 
 
 # True when both chart components have painted the sliders' latest value (see `painted`).
+# The page's own clock for a press: from the key event's timestamp (set when the browser received the
+# key, so it counts the time the event waited for a busy page) to the second animation frame after
+# both chart components painted the move. A script injected before the page loads
+# (`page.add_init_script`); `window.__press` holds one duration (ms) per ArrowRight or ArrowLeft. Unlike a
+# benchmark's clock, it leaves out the round trips through Playwright's driver to the benchmark
+# process, which on a busy machine wait for a core as well.
+PRESS_CLOCK_JS = """(() => {
+  window.__press = [];
+  window.addEventListener('keydown', (e) => {
+    if (e.key !== 'ArrowRight' && e.key !== 'ArrowLeft') return;
+    const t0 = e.timeStamp;
+    const check = () => {
+      const roots = [...document.querySelectorAll('.bamviz-root[data-kind=summary], .bamviz-root[data-kind=inside]')];
+      const seq = String((window.bamviz && window.bamviz.seq) || 0);
+      const done = roots.length >= 2 && roots.every((r) => r.dataset.painted && r.dataset.painted !== '0'
+                                                           && (r.dataset.seq || '0') === seq);
+      if (done) requestAnimationFrame(() => requestAnimationFrame(() => window.__press.push(performance.now() - t0)));
+      else requestAnimationFrame(check);
+    };
+    requestAnimationFrame(check);
+  }, true);
+})();"""
+
 PAINTED_JS = """([old, complete, settled]) => {
             const roots = [...document.querySelectorAll('.bamviz-root[data-kind=summary], '
                                                         + '.bamviz-root[data-kind=inside]')];

@@ -1,19 +1,32 @@
 """A class on one server: twenty browser sessions at once, each with its own sentence and sliders.
 
-    .venv/bin/python bench/load.py [--sessions 20] [--stagger 10] [--presses 10] [--json out.json]
+    .venv/bin/python bench/load.py [--sessions 20] [--browsers B] [--stagger 10] [--presses 10] [--json out.json]
 
 On a fresh server (loopback only), in one headless Debian chromium, each session in a browser
 context of its own (its own Streamlit session):
   single   one session alone, first: opens the explorer (bam-wc, 32 samples), types a sentence of
-           its own, then presses ArrowRight on `shape_k` `--presses` times with pauses of 0.2-1.5 s;
-  load     `--sessions` sessions doing the same at once, started `--stagger` seconds apart in all.
+           its own, then moves `shape_k` with the arrow keys, pauses of 0.2-1.5 s between presses;
+           as many presses as the class's pages make in all (`--single-presses`), so that the two
+           p95s are the same order statistic;
+  load     `--sessions` sessions doing the same at once, `--presses` each, started `--stagger`
+           seconds apart in all.
 Per session: the page load (to its first charts painted; a failure after 60 s), the new sentence (to
-its first charts), each press (to both chart components painted: the move a user sees), and the
-settle (after the last press, until the server's footer shows this session's sentence and its last
-slider value: the release's round trip). Cross-talk: each session must end with its own sentence's
-fingerprint in the footer the server wrote for it, its own sentence in its URL, and the shape_k it
-moved to. Reported: medians and p95 of the presses, single against load, and their ratio (the goal
-is at most 3), failures, and any session that saw another's sentence.
+its first charts), each press, and the settle (after the last press, until the server's footer shows
+this session's sentence and its last slider value: the release's round trip). Cross-talk: each
+session must end with its own sentence's fingerprint in the footer the server wrote for it, its own
+sentence in its URL, and the shape_k it moved to.
+
+A press is timed by two clocks, both to the second animation frame after both chart components
+painted the move:
+  in the page   from the key event's own timestamp, set when the browser received the key (so a key
+                that waits for a busy page counts its wait): what the student sees
+                (`browser_latency.PRESS_CLOCK_JS`). The goal, a p95 at most 3 times the single
+                user's, is judged on this clock.
+  benchmark     from this process sending the key through Playwright to the answer coming back: it
+                adds two round trips through Playwright's driver and this process, which on a busy
+                machine wait for a core too; reported beside it.
+Each press also records what the page was doing (long tasks, payload fetches, frames of the grid
+it had; the long animation frames with their scripts are kept in the JSON).
 
 With `--browsers B` (B < sessions), only B sessions are chromium pages (spread evenly through the
 stagger) and the others are `protocol_client.Student`s: students whose browsers run on machines of
@@ -40,7 +53,7 @@ from urllib.parse import parse_qs, urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from browser_latency import CHROMIUM, CHROMIUM_ARGS, PAINTED_JS, PAUSES_S, ROOT, serve, summary  # noqa: E402
+from browser_latency import CHROMIUM, CHROMIUM_ARGS, PAINTED_JS, PAUSES_S, PRESS_CLOCK_JS, ROOT, serve, summary  # noqa: E402
 from protocol_client import Student  # noqa: E402
 from soak import descendants  # noqa: E402
 
@@ -55,6 +68,25 @@ VERDICTS = ("is a quiet delight", "never quite works", "feels tired and long", "
 # of twenty pages drawing 60 frames a second, which is the benchmark loading the machine, not the app.
 # A press is timed on animation frames, as in bench/browser_latency.py.
 POLL_MS = 50
+# Why a press was slow, from the page: the main thread's long tasks (over 50 ms, the browser's own
+# count), the payload fetches, and the long animation frames (over 100 ms) with the scripts that ran
+# in them (Streamlit's React rendering a rerun, this app's component, ...), kept in the JSON.
+PAGE_PROBES_JS = """(() => { window.__long = 0; window.__fetches = 0; window.__loaf = [];
+  try { new PerformanceObserver(l => { for (const e of l.getEntries()) window.__long += e.duration; })
+          .observe({type: 'longtask', buffered: true}); } catch (e) {}
+  try { new PerformanceObserver(l => { for (const e of l.getEntries())
+          if (e.name.includes('/app/static/live/')) window.__fetches += 1; })
+          .observe({type: 'resource', buffered: true}); } catch (e) {}
+  try { new PerformanceObserver(l => { for (const e of l.getEntries()) if (e.duration > 100)
+          window.__loaf.push({start: Math.round(e.startTime), ms: Math.round(e.duration),
+            blocking_ms: Math.round(e.blockingDuration || 0),
+            scripts: (e.scripts || []).map(s => ({invoker: s.invoker, url: (s.sourceURL || '').split('/').pop(),
+                                                  ms: Math.round(s.duration)}))}); })
+          .observe({type: 'long-animation-frame', buffered: true}); } catch (e) {} })();"""
+PAGE_STATE_JS = """() => { const r = document.querySelector('.bamviz-root[data-kind=inside]');
+  return {ready: Number(r?.dataset.ready ?? -1), total: Number(r?.dataset.total ?? -1),
+          long_ms: window.__long || 0, fetches: window.__fetches || 0, now: performance.now()}; }"""
+CLASS_START = [time.perf_counter()]       # when the class began (reset by run_async): the presses' `at_s`
 FIRST_CHARTS = ("() => { const r = document.querySelector('.bamviz-root[data-kind=summary]');"
                 " return r && r.dataset.painted && r.dataset.painted !== '0'; }")
 
@@ -63,6 +95,15 @@ def sentence(j: int) -> str:
     """Session j's own sentence: distinct for every j below len(SUBJECTS) * len(VERDICTS)."""
     subject, verdict = SUBJECTS[j % len(SUBJECTS)], VERDICTS[(j // len(SUBJECTS) + j) % len(VERDICTS)]
     return f"{subject} {verdict}, and by the end {subject} is what i will remember about this one"
+
+
+def press_key(n: int) -> str:
+    """The key of press n (from 1): 25 to the right, then 25 back, and so on, so that any number of
+    presses stays inside shape_k's 46 values from its trained 3 (the 15th) and every press moves it."""
+    return "ArrowRight" if (n - 1) // BOUNCE % 2 == 0 else "ArrowLeft"
+
+
+BOUNCE = 25
 
 
 def tag(text: str) -> str:
@@ -76,6 +117,8 @@ async def session(browser, base: str, j: int, presses: int, delay: float, timeou
     rec: dict = {"session": j, "text": sentence(j), "presses_s": []}
     context = await browser.new_context(viewport={"width": 1400, "height": 1000})
     page = await context.new_page()
+    await page.add_init_script(PRESS_CLOCK_JS)
+    await page.add_init_script(PAGE_PROBES_JS)
     frames = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
     try:
         t0 = time.perf_counter()
@@ -97,16 +140,32 @@ async def session(browser, base: str, j: int, presses: int, delay: float, timeou
         rec["sentence_s"] = round(time.perf_counter() - t0, 3)
         slider = page.get_by_role("slider", name=re.compile(r"^shape_k "))
         await slider.focus()
-        for _ in range(presses):
+        rec["presses_page_s"], rec["press_detail"] = [], []
+        for n in range(1, presses + 1):
             await page.wait_for_timeout(1000 * rng.uniform(*PAUSES_S))
+            before = await page.evaluate(PAGE_STATE_JS)
             t0 = time.perf_counter()
-            await page.keyboard.press("ArrowRight")
+            await page.keyboard.press(press_key(n))
             await page.wait_for_function(PAINTED_JS, arg=[None, False, False], timeout=timeout_s * 1000,
                                          polling="raf")
             await page.evaluate(frames)
             rec["presses_s"].append(round(time.perf_counter() - t0, 4))
+            await page.wait_for_function(f"() => window.__press.length >= {n}", timeout=timeout_s * 1000,
+                                         polling=POLL_MS)
+            in_page = await page.evaluate(f"() => window.__press[{n - 1}]")
+            rec["presses_page_s"].append(round(in_page / 1000, 4))
+            after = await page.evaluate(PAGE_STATE_JS)
+            rec["press_detail"].append({
+                "at_s": round(t0 - CLASS_START[0], 2), "page_ms": round(before["now"]),
+                "grid_ready": [before["ready"], before["total"]],
+                "long_task_ms": round(after["long_ms"] - before["long_ms"], 1),
+                "payload_fetches": after["fetches"] - before["fetches"]})
         shown = await slider.get_attribute("aria-valuetext") or await slider.input_value()
         rec["shape_k_shown"] = shown
+        rec["long_frames"] = await page.evaluate("() => window.__loaf")
+        # Chart views made and parked views taken up again, by kind: a view made twice is a panel
+        # that went blank and fetched its payload again.
+        rec["views"] = await page.evaluate("() => ({made: window.bamviz.mounts, adopted: window.bamviz.adopted})")
         t0 = time.perf_counter()
         want = f"text {tag(rec['text'])} "
         await page.wait_for_function(
@@ -193,7 +252,7 @@ def browser_slots(sessions: int, browsers: int) -> set[int]:
 
 
 async def run_async(sessions: int, stagger: float, presses: int, timeout_s: float, log: Path | None,
-                    browsers: int | None = None) -> dict:
+                    browsers: int | None = None, single_presses: int | None = None) -> dict:
     from playwright.async_api import async_playwright
 
     if not Path(CHROMIUM).exists():
@@ -207,11 +266,16 @@ async def run_async(sessions: int, stagger: float, presses: int, timeout_s: floa
         async with async_playwright() as pw:
             browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
             await session(browser, base, 10_000, 2, 0.0, timeout_s)          # warm-up: model, first compile
-            single = await session(browser, base, 9_999, presses, 0.0, timeout_s)
+            # As many presses alone as the class's pages make in all, so that both p95s are the same
+            # order statistic (the 4th slowest of 80 with 4 pages of 20), not the slowest of 20 against
+            # the 4th of 80.
+            single = await session(browser, base, 9_999, single_presses or presses * max(len(in_browser), 1),
+                                   0.0, timeout_s)
             alone = await student(base, 9_998, presses, 0.0, timeout_s) if len(in_browser) < sessions else None
-            t0 = time.perf_counter()
+            t0 = CLASS_START[0] = time.perf_counter()
             worker = descendants(proc[0].pid)[1:]                 # the frame worker, started by the warm-up
-            cpu0 = cpu_seconds(proc[0].pid), cpu_seconds(comm="chrom"), sum(cpu_seconds(p) for p in worker)
+            cpu0 = (cpu_seconds(proc[0].pid), cpu_seconds(comm="chrom"), sum(cpu_seconds(p) for p in worker),
+                    cpu_seconds(os.getpid()), cpu_seconds(comm="node"))
             crowd = await asyncio.gather(*[
                 (session(browser, base, j, presses, delay, timeout_s) if j in in_browser
                  else student(base, j, presses, delay, timeout_s))
@@ -221,6 +285,8 @@ async def run_async(sessions: int, stagger: float, presses: int, timeout_s: floa
             out["cpu_seconds"] = {"server": round(cpu_seconds(proc[0].pid) - cpu0[0], 1),
                                   "frame_worker": round(sum(cpu_seconds(p) for p in worker) - cpu0[2], 1),
                                   "chromium": round(cpu_seconds(comm="chrom") - cpu0[1], 1),
+                                  "benchmark": round(cpu_seconds(os.getpid()) - cpu0[3], 1),
+                                  "playwright_driver": round(cpu_seconds(comm="node") - cpu0[4], 1),
                                   "available": round(out["load_seconds"] * (os.cpu_count() or 1), 1)}
             await browser.close()
     out["single"] = _report([single])
@@ -234,6 +300,9 @@ async def run_async(sessions: int, stagger: float, presses: int, timeout_s: floa
     if out["single"]["presses"] and out["load"]["presses"]:
         out["p95_ratio"] = round(out["load"]["presses"]["p95_s"] / out["single"]["presses"]["p95_s"], 2)
         out["median_ratio"] = round(out["load"]["presses"]["median_s"] / out["single"]["presses"]["median_s"], 2)
+    if out["single"]["presses_in_page"] and out["load"]["presses_in_page"]:
+        out["p95_ratio_in_page"] = round(out["load"]["presses_in_page"]["p95_s"]
+                                         / out["single"]["presses_in_page"]["p95_s"], 2)
     out["sessions_detail"] = [single, *([alone] if alone else []), *crowd]
     return out
 
@@ -245,10 +314,12 @@ def _report(recs: list[dict]) -> dict:
                 "n": len(values)} if values else None
 
     presses = [t for r in recs for t in r.get("presses_s", [])]
+    in_page = [t for r in recs for t in r.get("presses_page_s", [])]
     releases = [t for r in recs for t in r.get("releases_s", [])]
     return {
         "load": stats("load_s"), "sentence": stats("sentence_s"), "settle": stats("settle_s"),
         "presses": {k: v for k, v in summary(presses).items() if k != "times_s"} if presses else None,
+        "presses_in_page": {k: v for k, v in summary(in_page).items() if k != "times_s"} if in_page else None,
         "releases": {k: v for k, v in summary(releases).items() if k != "times_s"} if releases else None,
         "load_failures": [r["session"] for r in recs if "load_failed" in r],
         "errors": {r["session"]: r["error"] for r in recs if "error" in r},
@@ -264,12 +335,14 @@ def main() -> None:
     ap.add_argument("--presses", type=int, default=10)
     ap.add_argument("--browsers", type=int, default=None,
                     help="how many sessions are chromium pages (default: all); the rest are protocol students")
+    ap.add_argument("--single-presses", type=int, default=None,
+                    help="presses of the single user (default: --presses times the number of pages)")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds before a wait counts as failed")
     ap.add_argument("--log", type=Path, default=None, help="the server's output")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     result = asyncio.run(run_async(args.sessions, args.stagger, args.presses, args.timeout, args.log,
-                                    args.browsers))
+                                    args.browsers, args.single_presses))
     print(json.dumps({k: v for k, v in result.items() if k != "sessions_detail"}, indent=2))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))

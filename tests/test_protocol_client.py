@@ -59,3 +59,18 @@ def test_browser_slots_spread_the_real_browsers():
     assert load.browser_slots(20, 4) == {0, 5, 10, 15}
     assert load.browser_slots(20, 20) == set(range(20)) and load.browser_slots(20, 0) == set()
     assert load.browser_slots(3, 9) == {0, 1, 2}
+
+
+def test_the_load_benchmark_presses_stay_on_the_slider_and_compare_like_with_like():
+    """Any number of presses bounces inside shape_k's 46 values from its trained 3 (the 15th), so every
+    press moves the slider; and the report gives both press clocks, each p95 over the presses made."""
+    import load
+
+    index = 14
+    for n in range(1, 201):
+        index += 1 if load.press_key(n) == "ArrowRight" else -1
+        assert 0 <= index <= 45
+    single = {"session": 9_999, "presses_s": [0.05] * 19 + [0.2], "presses_page_s": [0.03] * 19 + [0.1]}
+    r = load._report([single])
+    assert r["presses"]["n"] == 20 and r["presses_in_page"]["n"] == 20
+    assert r["presses_in_page"]["median_s"] == 0.03 and r["presses"]["median_s"] == 0.05
