@@ -11,6 +11,12 @@ import streamlit as st
 # A server shared by a class gives freed memory back rather than keeping it for speed (bam_viz.device).
 os.environ.setdefault("BAM_VIZ_MALLOC_TUNING", "memory")
 
+from bam_viz.live import server_priority  # noqa: E402
+
+# The server's threads yield a busy core to the machine's own browser (the projector's page): nice 5,
+# background frames 15 ($BAM_VIZ_SERVER_NICE; docs/performance.md, "Twenty sessions at once").
+server_priority()
+
 # The only icon is a local file: a Material icon name makes the browser fetch its SVG from an outside
 # font server (the app must work without a network), and emoji cost a new visitor the colour-emoji font.
 st.set_page_config(page_title="BAM: seeing attention uncertainty",

@@ -19,3 +19,58 @@ def test_the_server_is_set_for_a_classroom():
 def test_make_run_serves_this_machine_unless_told():
     makefile = (CONFIG.parents[1] / "Makefile").read_text(encoding="utf-8")
     assert "ADDRESS ?= localhost" in makefile and "--server.address $(ADDRESS)" in makefile
+
+
+NICENESS = r"""
+import json, os, sys, threading
+from pathlib import Path
+from bam_viz import live
+
+def nice(tid):           # field 19 of /proc/.../stat: the thread's niceness
+    return int(Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+
+ready, done = threading.Event(), threading.Event()
+def before():            # a thread already running when the server lowers itself
+    ready.set(); done.wait()
+old = threading.Thread(target=before); old.start(); ready.wait()
+out = {"set": live.server_priority(), "again": live.server_priority()}
+out["main"], out["old"] = nice(threading.get_native_id()), nice(old.native_id)
+def later(key, lower):   # threads started afterwards: a script run, and a background frame
+    if lower:
+        live.lower_priority()
+    out[key] = nice(threading.get_native_id())
+for key, lower in (("new", False), ("frame", True)):
+    t = threading.Thread(target=later, args=(key, lower)); t.start(); t.join()
+done.set(); old.join()
+print(json.dumps(out))
+"""
+
+
+def _niceness(env_value):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "BAM_VIZ_SERVER_NICE"}
+    if env_value is not None:
+        env["BAM_VIZ_SERVER_NICE"] = env_value
+    done = subprocess.run([sys.executable, "-c", NICENESS], env=env, capture_output=True, text=True, timeout=120,
+                          cwd=CONFIG.parents[1], check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
+
+
+def test_the_server_yields_a_busy_core_to_the_machines_own_browser():
+    """`server_priority` (called by app.py) lowers every thread of the server, those already running and
+    those started later, to nice 5, and background frames to 15; `$BAM_VIZ_SERVER_NICE` changes it
+    (0: off), and a bad value is said in the log, the default kept."""
+    from bam_viz import live
+
+    out, _ = _niceness(None)
+    assert out == {"set": live.SERVER_NICE, "again": 5, "main": 5, "old": 5, "new": 5, "frame": 15}
+    out, _ = _niceness("0")
+    assert out == {"set": 0, "again": 0, "main": 0, "old": 0, "new": 0, "frame": 10}
+    out, _ = _niceness("12")
+    assert out["main"] == out["old"] == out["new"] == 12 and out["frame"] == 19
+    out, log = _niceness("fast")
+    assert out["main"] == 5 and "BAM_VIZ_SERVER_NICE" in log and "'fast'" in log
