@@ -256,13 +256,6 @@ def slice_metrics(frame: pd.DataFrame, measure: str, models: list[str] | None = 
     return pd.DataFrame.from_dict(table, orient="index", columns=list(SLICE_METRICS)).rename_axis("model")
 
 
-def bin_of(confidence: np.ndarray, n_bins: int = ECE_BINS) -> np.ndarray:
-    """(N,) the ECE bin of each confidence, by `metrics.ece`'s rule: bin b holds (b/n, (b+1)/n], the
-    first also 0."""
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
-    return np.clip(np.searchsorted(edges, confidence, side="left") - 1, 0, n_bins - 1)
-
-
 def reliability(frame: pd.DataFrame, n_bins: int = ECE_BINS, models: list[str] | None = None) -> pd.DataFrame:
     """The reliability diagram's bins: per model and non-empty bin of the confidence, on clear
     sentences: `low`, `high` (the bin's edges), `count`, `confidence` (mean confidence), `accuracy`
@@ -277,7 +270,7 @@ def reliability(frame: pd.DataFrame, n_bins: int = ECE_BINS, models: list[str] |
         p, y = probabilities(rows), label_indices(rows)
         conf = p.max(axis=1)
         right = (p.argmax(axis=1) == y).astype(np.float64)
-        b = bin_of(conf, n_bins)
+        b = metrics.confidence_bins(conf, n_bins)
         binned = pd.DataFrame({"bin": b, "confidence": conf, "accuracy": right}).groupby("bin")
         part = binned.agg(count=("accuracy", "size"), confidence=("confidence", "mean"),
                           accuracy=("accuracy", "mean")).reset_index()

@@ -69,15 +69,20 @@ def ece(probs: np.ndarray, labels: np.ndarray, n_bins: int = ECE_BINS) -> float:
     y = _labels(labels, len(p))
     conf = p.max(axis=1)
     correct = (p.argmax(axis=1) == y).astype(np.float64)
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
-    # searchsorted against the edges themselves avoids the float error of floor(conf * n_bins).
-    bins = np.clip(np.searchsorted(edges, conf, side="left") - 1, 0, n_bins - 1)
+    bins = confidence_bins(conf, n_bins)
     total = 0.0
     for b in range(n_bins):
         mask = bins == b
         if mask.any():
             total += mask.sum() * abs(correct[mask].mean() - conf[mask].mean())
     return float(total / len(p))
+
+
+def confidence_bins(confidence: np.ndarray, n_bins: int = ECE_BINS) -> np.ndarray:
+    """(N,) the ECE bin of each confidence: bin b holds (b/n_bins, (b+1)/n_bins], the first also 0.
+    Searched against the edges themselves, which avoids the float error of floor(conf * n_bins)."""
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    return np.clip(np.searchsorted(edges, confidence, side="left") - 1, 0, n_bins - 1)
 
 
 def auroc(scores: np.ndarray, positives: np.ndarray) -> float:

@@ -1,10 +1,14 @@
-"""Fixtures shared by the test files."""
+"""Fixtures shared by the test files; the benchmark scripts in bench/ importable as modules
+(`import browser_latency as bl`), since several tests drive the app through them."""
 
+import sys
 from pathlib import Path
 
 import pytest
 
 from bam_viz.data import data_dir
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 
 @pytest.fixture(scope="session")

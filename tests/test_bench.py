@@ -30,10 +30,6 @@ def test_the_browser_benchmarks_ask_what_they_claim():
     """bench/soak.py's URLs are long (past the models' 128 tokens) and distinct, and bench/load.py's
     twenty sentences are distinct with distinct footer fingerprints: otherwise a cache would answer
     the soak, and cross-talk between students could not be told apart."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
     import load
     import soak
 

@@ -6,19 +6,16 @@ Fails (never skips) when chromium is missing. Screenshots land in artifacts/ (gi
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
+import browser_latency as bl
 import pytest
 
 from bam_viz import live
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts"
-_spec = importlib.util.spec_from_file_location("browser_latency", ROOT / "bench" / "browser_latency.py")
-bl = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bl)
 
 pytestmark = pytest.mark.browser
 SHAPE_K = "shape_k · Weibull shape k (log scale)"

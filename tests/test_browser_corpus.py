@@ -7,20 +7,17 @@ Fails (never skips) when chromium is missing. Screenshots land in artifacts/ (gi
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 from urllib.parse import urlparse
 
+import browser_latency as bl
 import pytest
 
 from bam_viz import corpus, score
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts"
-_spec = importlib.util.spec_from_file_location("browser_latency", ROOT / "bench" / "browser_latency.py")
-bl = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bl)
 
 pytestmark = pytest.mark.browser
 MEASURE = "mutual_information"

@@ -6,16 +6,14 @@ Fails (never skips) when chromium is missing.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from urllib.parse import quote
 
+import browser_latency as bl
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts"
-sys.path.insert(0, str(ROOT / "bench"))
-import browser_latency as bl  # noqa: E402
 
 pytestmark = pytest.mark.browser
 HOSTILE = "<img src=x onerror=alert(1)> a <b>bold</b> and <script>alert(2)</script> good film"

@@ -149,7 +149,7 @@ def test_reliability_bins_by_hand():
 
 def test_a_confidence_on_a_bin_edge_goes_below_it_as_in_metrics_ece():
     conf = np.array([0.5, 0.6, 0.6000001, 1.0, 0.0])
-    assert corpus.bin_of(conf, 10).tolist() == [4, 5, 6, 9, 0]
+    assert metrics.confidence_bins(conf, 10).tolist() == [4, 5, 6, 9, 0]
 
 
 @pytest.mark.parametrize("n_bins", [5, 15])

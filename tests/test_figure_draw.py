@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.browser
 
 
 def test_every_figure_is_drawn_fresh_and_updated():
-    spec = importlib.util.spec_from_file_location("figure_draw", ROOT / "bench" / "figure_draw.py")
-    fd = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fd)
+    import figure_draw as fd
+
     res = fd.run(repeats=1)
     names = {"prediction", "entropy", "prior_posterior", "density", "maps", "spread", "kl"}
     assert set(res) == names | {"total"}

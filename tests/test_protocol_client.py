@@ -4,13 +4,12 @@ machines) must make the server do what a page does, and see only their own sente
 from __future__ import annotations
 
 import asyncio
-import sys
 from pathlib import Path
 
+import browser_latency as bl
+from protocol_client import Student, tag
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-import browser_latency as bl  # noqa: E402
-from protocol_client import Student, tag  # noqa: E402
 
 TEXTS = ("the script is a quiet delight from start to end", "the ending drags the middle down and never recovers")
 

@@ -3,7 +3,6 @@ every section renders, the URL reproduces the view, a slider moves a figure, not
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
@@ -127,18 +126,11 @@ def test_the_app_routes_to_the_theory_lab():
 
 
 # ---- in a real browser ------------------------------------------------------------------------------
-def _browser_latency():
-    spec = importlib.util.spec_from_file_location("browser_latency", ROOT / "bench" / "browser_latency.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.browser
 def test_in_chromium_a_slider_moves_a_figure_and_nothing_leaves_the_host():
+    import browser_latency as bl
     from playwright.sync_api import sync_playwright
 
-    bl = _browser_latency()
     artifacts = ROOT / "artifacts"
     artifacts.mkdir(exist_ok=True)
     with bl.serve(APP, log=artifacts / "browser-theory-server.log") as url, sync_playwright() as p:
