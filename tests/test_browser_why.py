@@ -20,6 +20,14 @@ HOSTILE = "<img src=x onerror=alert(1)> a <b>bold</b> and <script>alert(2)</scri
 STRIP = ".bv-why"
 
 
+def settle(page, quiet_ms: int = 1000) -> None:
+    """Until the footer's view count has not moved for `quiet_ms`: no run in progress or polling."""
+    view = -1
+    while view != bl.marker_view(page):
+        view = bl.marker_view(page)
+        page.wait_for_timeout(quiet_ms)
+
+
 def test_the_why_section_shows_html_as_text_and_runs_none_of_it():
     from playwright.sync_api import sync_playwright
 
@@ -32,7 +40,12 @@ def test_the_why_section_shows_html_as_text_and_runs_none_of_it():
             page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto(f"{url}/?model=bam-wc&n_samples=8&seed=0&text={quote(HOSTILE)}")
-            bl.painted(page)
+            # Clicked once the sentence's grid is complete and the page has stopped polling: a click
+            # while the sliders' fragment polls for frames was lost in 1 of 10 fresh pages here
+            # (a Streamlit fragment rerun racing the nested Why fragment's), which this test is not
+            # about; docs/design.md records it.
+            bl.painted(page, complete=True)
+            settle(page)
             page.get_by_text("Explain the prediction (why)").click()
             page.wait_for_selector(STRIP, timeout=120_000)
             page.wait_for_timeout(500)
