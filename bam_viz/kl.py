@@ -1,8 +1,9 @@
 """The closed-form KL divergences the attention families use, in the parameterisation they keep.
 
 Only KL(Weibull || Gamma) is missing from torch.distributions; it is registered here, so that
-`import bam_viz` suffices for `kl_divergence(Weibull(...), Gamma(...))`. The Lognormal and
-Dirichlet pairs are torch's own formulas, written for log-space parameters and key masks.
+`import bam_viz` suffices for `kl_divergence(Weibull(...), Gamma(...))`. The Lognormal pair is
+torch's own formula; the Dirichlet pair is the same closed form as torch's, rearranged so that it
+stays exact at concentrations far below float range, for log-space parameters and key masks.
 """
 
 from __future__ import annotations
@@ -59,22 +60,63 @@ def kl_lognormal(loc_q, sigma_q, loc_p, sigma_p):
                          Normal(loc_p, torch.as_tensor(sigma_p, dtype=loc_p.dtype).expand_as(loc_p)))
 
 
-DIRICHLET_KL_FLOOR = 1e-8
-
-
 def kl_dirichlet(log_a, log_b, mask=None):
-    """KL(Dir(a) || Dir(b)) over the valid keys only (standard closed form, e.g. Penny 2001):
-    lgG(a0) - sum lgG(a_j) - lgG(b0) + sum lgG(b_j) + sum (a_j - b_j)(psi(a_j) - psi(a0)).
+    """KL(Dir(a) || Dir(b)) over the valid keys, from log a and log b; a float64 tensor of shape
+    log_a.shape[:-1], whatever the inputs' dtype (their gradient comes back in their own dtype).
 
-    Concentrations are floored at DIRICHLET_KL_FLOOR: as a_j -> 0 the term b_j / a_j (from
-    psi(a_j) ~ -1/a_j) leaves float range long before a_j underflows, and a weight with a_j < 1e-8
-    is zero in every draw anyway. Above the floor the formula is exact (tested against torch)."""
-    floor = math.log(DIRICHLET_KL_FLOOR)
-    a, b = log_a.clamp_min(floor).exp(), log_b.clamp_min(floor).exp()
-    if mask is not None:
-        a, b = a.masked_fill(~mask, 1.0), b.masked_fill(~mask, 1.0)
-    m = torch.ones_like(a) if mask is None else mask.to(a.dtype).expand_as(a)
-    a0, b0 = (a * m).sum(-1), (b * m).sum(-1)
-    return (torch.lgamma(a0) - (torch.lgamma(a) * m).sum(-1) - torch.lgamma(b0)
-            + (torch.lgamma(b) * m).sum(-1)
-            + ((a - b) * (torch.digamma(a) - torch.digamma(a0).unsqueeze(-1)) * m).sum(-1))
+    The closed form (Penny 2001, "KL-divergences of Normal, Gamma, Dirichlet and Wishart densities"):
+
+        KL = lgG(a0) - sum lgG(a_j) - lgG(b0) + sum lgG(b_j) + sum (a_j - b_j)(psi(a_j) - psi(a0))
+
+    rewritten with the recurrences lgG(x) = lgG(1 + x) - log x and psi(x) = psi(1 + x) - 1/x
+    (Abramowitz & Stegun 6.1.15, 6.3.5; DLMF 5.5.1, 5.5.2). They are identities, so no branch is
+    an approximation: lgG(1 + x) and psi(1 + x) are smooth and bounded as x -> 0 (A&S 6.1.33,
+    6.3.14; DLMF 5.7.3, 5.7.4), and the pole of psi leaves only
+
+        (a_j - b_j)(1/a_j - 1/a0) = (1 - a_j/a0) - b_j (1/a_j - 1/a0),
+        b_j (1/a_j - 1/a0) = exp(log b_j - log a_j + log(1 - a_j/a0)),
+
+    kept in log space: it stays exact after a_j underflows (a softmax weight of e^-800 is a
+    finite log). The result is +inf only where the exact value is beyond float64's range, or
+    where a valid key has a_j = 0 or b_j = 0 (log -inf), the limit of the KL there. Padded keys
+    (mask False) contribute nothing and may hold anything; a row without valid keys gives 0.
+    """
+    log_a, log_b = torch.broadcast_tensors(torch.as_tensor(log_a).double(), torch.as_tensor(log_b).double())
+    valid = torch.ones_like(log_a, dtype=torch.bool) if mask is None else mask.to(torch.bool).expand_as(log_a)
+    absent = valid & ((log_a == -math.inf) | (log_b == -math.inf))
+    keep = valid & ~absent
+    # Every value that a `where` leaves out stays finite, so that no NaN reaches the gradient.
+    log_a, log_b = torch.where(keep, log_a, 0.0), torch.where(keep, log_b, 0.0)
+    log_a0, e, sum_e = _log_total(log_a, keep)
+    log_b0, _, _ = _log_total(log_b, keep)
+
+    # 1 - a_j/a0 from the sum of the other keys' terms, not as a difference: near a_j = a0 the
+    # difference would lose every digit. The largest key is the only one that can be close.
+    top = torch.where(keep, log_a, -math.inf).argmax(-1, keepdim=True)
+    is_top = torch.arange(log_a.shape[-1], device=log_a.device) == top
+    rest_of_top = torch.where(is_top, 0.0, e).sum(-1, keepdim=True)
+    others = torch.where(is_top, rest_of_top, sum_e - e)         # a0 - a_j, in units of the largest a
+    some = keep & (others > 0)
+    others = torch.where(some, others, 1.0)
+    one_minus_c = torch.where(some, others / sum_e, 0.0)         # 1 - a_j/a0
+    pole = torch.where(some, torch.exp(log_b - log_a + others.log() - sum_e.log()), 0.0)
+
+    a, b, a0, b0 = log_a.exp(), log_b.exp(), log_a0.exp(), log_b0.exp()
+    digamma_a0 = torch.digamma(1 + a0).unsqueeze(-1)
+    per_key = (torch.lgamma(1 + b) - log_b - torch.lgamma(1 + a) + log_a
+               + (a - b) * (torch.digamma(1 + a) - digamma_a0) - one_minus_c + pole)
+    kl = (torch.lgamma(1 + a0) - log_a0 - torch.lgamma(1 + b0) + log_b0
+          + torch.where(keep, per_key, 0.0).sum(-1))
+    kl = torch.where(keep.any(-1), kl, 0.0)
+    return torch.where(absent.any(-1), math.inf, kl)
+
+
+def _log_total(log_x, keep):
+    """log sum_j x_j over the kept keys, and the terms x_j / max x with their sum (>= 1), scaled by
+    the largest so that neither underflows. The shift is detached: the total does not depend on it."""
+    shift = torch.where(keep, log_x, -math.inf).amax(-1, keepdim=True)
+    shift = torch.where(torch.isfinite(shift), shift, 0.0).detach()
+    e = torch.where(keep, torch.exp(log_x - shift), 0.0)
+    sum_e = e.sum(-1, keepdim=True)
+    sum_e = torch.where(sum_e > 0, sum_e, 1.0)
+    return (shift + sum_e.log()).squeeze(-1), e, sum_e

@@ -43,9 +43,16 @@ class DirichletFamily(AttentionFamily):
         return dirichlet_rsample(math.log(hyper.prior_concentration) + log_pi, mask, generator)
 
     def statistics(self, log_p, log_pi, valid, hyper):
+        """The KL is float64 whatever log_p's dtype: with a posterior weight far below the prior's,
+        b_j / a_j leaves float32's range long before log a_j stops being finite (`kl_dirichlet`)."""
         log_a = math.log(hyper.concentration) + log_p
         log_b = (math.log(hyper.prior_concentration) + log_pi).expand_as(log_p)
-        kl_rows = kl_dirichlet(log_a, log_b, valid)                           # (..., Tq)
+        # Summed in float64: rounded to float32, a log a_j far below zero would be off by float32's
+        # step there, and exp(log b_j - log a_j), the term that dominates the KL at such a key, by
+        # as much relatively.
+        kl_rows = kl_dirichlet(math.log(hyper.concentration) + log_p.double(),
+                               (math.log(hyper.prior_concentration) + log_pi.double()).expand_as(log_p),
+                               valid)                                         # (..., Tq)
         kl = kl_rows.unsqueeze(-1) / valid.sum(-1, keepdim=True)              # spread over the keys
         return CellStatistics(kl, posterior={"concentration": log_a.exp()}, prior={"concentration": log_b.exp()})
 
