@@ -151,33 +151,92 @@ def mutual_information(sample_probs: np.ndarray) -> np.ndarray:
     return np.where(mi < MI_ROUNDING, 0.0, mi)
 
 
-def mutual_information_jackknife_se(sample_probs: np.ndarray) -> np.ndarray:
-    """Jackknife standard error of `mutual_information` per sentence (N,), from (N, S, C) samples.
+def mutual_information_jackknife(sample_probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Jackknife bias-corrected `mutual_information` and its jackknife standard error, per sentence
+    (N,) each, from (N, S, C) samples.
 
-    The plug-in MI is a nonlinear function of the S samples (the entropy of their mean), so its
-    error is not a sample sd over sqrt(S). The leave-one-sample-out jackknife (Efron & Stein 1981;
-    Efron & Tibshirani 1993, ch. 11) is the usual one for plug-in entropies:
-    SE = sqrt((S-1)/S sum_i (I_(i) - I_(.))^2), where I_(i) is the estimate without sample i and
-    I_(.) their mean; applied to a plain mean it gives sd/sqrt(S) exactly.
+    The plug-in MI, the entropy of the mean of S samples less their mean entropy, is biased low:
+    the entropy of a mean of S draws is below the entropy of the true mean by a term of order 1/S.
+    The jackknife bias correction (Quenouille 1956; Efron & Tibshirani 1993, ch. 10) removes that
+    term, leaving O(1/S^2): I_jack = S I - (S-1) I_(.), where I_(i) is the plug-in without sample i
+    and I_(.) their mean. Its SE is the jackknife SE (Efron & Stein 1981; Efron & Tibshirani 1993,
+    ch. 11), SE = sqrt((S-1)/S sum_i (I_(i) - I_(.))^2): I_jack is the mean of Tukey's S
+    pseudo-values S I - (S-1) I_(i), and SE their sample sd / sqrt(S), so the two belong together.
 
-    Identical samples give exactly 0 (each replicate is rounded like `mutual_information`). NaN
-    where S < 3: a replicate of one sample has MI 0 whatever the samples, so at S = 2 the
-    jackknife would report 0 for two samples that disagree completely.
+    I_jack is not clipped to [0, log C]: it can be slightly negative where the true MI is near 0,
+    and above log C with few samples that disagree; clipping would bias it again.
+
+    The plug-in and each replicate are rounded like `mutual_information`, so identical samples give
+    exactly (0, 0). Where S < 3, the plug-in and NaN: a replicate of one sample has MI 0 whatever
+    the samples, so at S = 2 the correction would double the plug-in and the SE would be 0 for two
+    samples that disagree completely.
     """
+    plug_in, replicates = _mi_replicates(sample_probs)
+    S = replicates.shape[1] if replicates is not None else 0
+    if replicates is None:
+        return plug_in, np.full(plug_in.shape[0], np.nan)
+    replicate_mean = replicates.mean(1)
+    corrected = S * plug_in - (S - 1) * replicate_mean
+    se = np.sqrt((S - 1) / S * np.sum((replicates - replicate_mean[:, None]) ** 2, axis=1))
+    return corrected, se
+
+
+def _mi_replicates(sample_probs: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The plug-in MI (N,) and its S leave-one-out replicates (N, S), each rounded like
+    `mutual_information`; None for the replicates where S < 3."""
     p = np.asarray(sample_probs, dtype=np.float64)
     if p.ndim != 3:
         raise ValueError(f"expected sample probabilities (N, S, C), got {p.shape}")
     S = p.shape[1]
+    plug_in = mutual_information(p)
     if S < 3:
-        return np.full(p.shape[0], np.nan)
+        return plug_in, None
     h = entropy(p)                                                  # (N, S)
     # Each replicate from the full sums less one sample: O(N S C), not S passes over the samples.
     mean_without = (p.sum(1, keepdims=True) - p) / (S - 1)           # (N, S, C)
     expected_without = (h.sum(1, keepdims=True) - h) / (S - 1)       # (N, S)
-    mi = entropy(mean_without) - expected_without                    # (N, S)
-    mi = np.where(mi < MI_ROUNDING, 0.0, mi)
-    deviation = mi - mi.mean(1, keepdims=True)
-    return np.sqrt((S - 1) / S * np.sum(deviation**2, axis=1))
+    replicates = entropy(mean_without) - expected_without            # (N, S)
+    return plug_in, np.where(replicates < MI_ROUNDING, 0.0, replicates)
+
+
+MI_INTERVAL_Z = 2.0
+
+
+def mutual_information_interval(sample_probs: np.ndarray, z: float = MI_INTERVAL_Z) -> np.ndarray:
+    """An interval (N, 2) for I[y; z | x] around the bias-corrected `mutual_information_jackknife`
+    estimate I, made on the log scale: I exp(-/+ z s), s the jackknife SE of log I (the log
+    replicates' spread, Efron & Tibshirani 1993, ch. 11; a log interval for a positive quantity).
+
+    Why the log scale: an MI is a variance-like quantity whose jackknife SE rises and falls with the
+    estimate itself (samples that happen to agree give both a low MI and a low SE), so I +/- z SE
+    sits wholly below the truth too often; on the log scale the SE is nearly independent of the
+    level. docs/design.md ("The mutual information") has the coverage measured by simulation.
+
+    Where the log scale does not apply (I <= 0, or a replicate of exactly 0 beside nonzero ones) the
+    interval is I +/- z SE; identical samples give (0, 0); S < 3 gives NaNs.
+    """
+    plug_in, replicates = _mi_replicates(sample_probs)
+    corrected, se = mutual_information_jackknife(sample_probs)
+    if replicates is None:
+        return np.full((plug_in.shape[0], 2), np.nan)
+    S = replicates.shape[1]
+    logged = (replicates > 0).all(1) & (corrected > 0)
+    log_r = np.log(np.where(logged[:, None], replicates, 1.0))
+    se_log = np.sqrt((S - 1) / S * np.sum((log_r - log_r.mean(1, keepdims=True)) ** 2, axis=1))
+    lo = np.where(logged, corrected * np.exp(-z * se_log), corrected - z * se)
+    hi = np.where(logged, corrected * np.exp(z * se_log), corrected + z * se)
+    return np.stack([lo, hi], axis=1)
+
+
+def mutual_information_jackknife_se(sample_probs: np.ndarray) -> np.ndarray:
+    """Jackknife standard error of `mutual_information` per sentence (N,), from (N, S, C) samples:
+    the SE half of `mutual_information_jackknife` (see there); NaN where S < 3, 0 for identical samples.
+
+    The plug-in MI is a nonlinear function of the S samples (the entropy of their mean), so its
+    error is not a sample sd over sqrt(S); applied to a plain mean the jackknife gives sd/sqrt(S)
+    exactly.
+    """
+    return mutual_information_jackknife(sample_probs)[1]
 
 
 def paired_bootstrap(
