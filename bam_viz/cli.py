@@ -383,6 +383,6 @@ def _run(argv: list[str] | None) -> int:
         doc = examples.build(zoo.load(args.model), args.data, args.samples, args.seed)
         print(f"wrote {examples.write(doc, args.out)}")
         for e in doc["examples"]:
-            print(f"{e['category']:8s} MI {e['mutual_information']:.4f}  gap {e['gap']:+.4f}  "
+            print(f"{e['category']:8s} MI {e['mutual_information']:.4f}  gap to softmax {e['gap_softmax']:+.4f}  "
                   f"P(positive) {e['p_positive']:.3f}  {e['text']}")
     return 0

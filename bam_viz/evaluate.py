@@ -2,7 +2,8 @@
 
 Two predictive distributions are scored side by side for a Bayesian-attention model:
   mc          E_z[f(z)]: the mean of the class probabilities over S attention samples;
-  mean_field  f(E[z]):   one pass with every stochastic attention layer at its mean.
+  softmax     f(softmax): the deterministic pass, every stochastic attention layer at softmax(psi)
+              (not f(E[w]), which needs the attention samples: bam_viz.gaps).
 Uncertainty is judged against the human raters: does predictive entropy rise where raters
 disagree (Spearman with the raters' std), where the model errs (AUROC), on sentences humans
 call ambiguous, and on corpora other than the movie reviews it is trained on (Fan et al. 2020,
@@ -41,14 +42,14 @@ def _predict(
         for start in range(0, len(texts), batch_size):
             batch = texts[start : start + batch_size]
             s = _to_numpy(predictor.sample_probs(batch, n_samples, _batch_seed(seed, start)))
-            m = _to_numpy(predictor.mean_field_probs(batch))
+            m = _to_numpy(predictor.softmax_probs(batch))
             if s.ndim != 3 or s.shape[0] != len(batch) or s.shape[2] != 2:
                 raise ValueError(
                     f"{predictor.name}.sample_probs gave {s.shape}, expected ({len(batch)}, S, 2)"
                 )
             if m.shape != (len(batch), 2):
                 raise ValueError(
-                    f"{predictor.name}.mean_field_probs gave {m.shape}, expected ({len(batch)}, 2)"
+                    f"{predictor.name}.softmax_probs gave {m.shape}, expected ({len(batch)}, 2)"
                 )
             samples.append(s)
             means.append(m)
@@ -143,7 +144,7 @@ def evaluate(
         return np.array([index[(s.corpus, s.id)] for s in group], dtype=np.int64)
 
     here = rows(snippets)
-    samples, mean_field = sample_p[here], mf_p[here]
+    samples, softmax = sample_p[here], mf_p[here]
     mc = samples.mean(axis=1)
     clear = np.array([s.label != AMBIGUOUS for s in snippets], dtype=bool)
     labels = np.array([1 if s.label == "positive" else 0 for s in snippets], dtype=np.int64)
@@ -179,7 +180,7 @@ def evaluate(
         "n_ambiguous_reference": len(ambiguous_pool),
         "n_movies_test_clear_reference": len(movies_clear_test),
         "mc": mc_metrics,
-        "mean_field": _variant_metrics(mean_field, clear, labels, human_mean, rater_std),
+        "softmax": _variant_metrics(softmax, clear, labels, human_mean, rater_std),
         "corpus_files": corpus_files(list(loads.values()), lenient),
         "per_sentence": {
             "ids": [s.id for s in snippets],
@@ -187,7 +188,7 @@ def evaluate(
             "human_mean": human_mean.tolist(),
             "rater_std": rater_std.tolist(),
             "mc_p_positive": mc[:, POSITIVE].tolist(),
-            "mean_field_p_positive": mean_field[:, POSITIVE].tolist(),
+            "softmax_p_positive": softmax[:, POSITIVE].tolist(),
             "mc_entropy": metrics.predictive_entropy(samples).tolist(),
             "mc_mi": metrics.mutual_information(samples).tolist(),
         },
@@ -263,10 +264,10 @@ def summary(results: dict) -> str:
     )
     keys = [*_SUMMARY_KEYS, *(k for k in results["mc"] if k.startswith(("auroc_ambig", "auroc_ood")))]
     width = max(len(k) for k in keys)
-    lines = [head, f"{'metric':<{width}}  {'mc':>7}  {'mean_field':>10}"]
+    lines = [head, f"{'metric':<{width}}  {'mc':>7}  {'softmax':>10}"]
     for k in keys:
         lines.append(
-            f"{k:<{width}}  {_fmt(results['mc'].get(k)):>7}  {_fmt(results['mean_field'].get(k)):>10}"
+            f"{k:<{width}}  {_fmt(results['mc'].get(k)):>7}  {_fmt(results['softmax'].get(k)):>10}"
         )
     return "\n".join(lines)
 

@@ -3,14 +3,17 @@
     python -m bam_viz examples --model bam-wc --out views/examples.json
 
 Every dev sentence (ambiguous ones included) is scored at the model's trained setting: the mutual
-information I[y; z | x] of its S prediction samples, the gap E[f(z)] - f(E[z]) in P(positive), and
-P(positive). Each sentence falls in at most one category (`category`, the first that applies, in
-the order of CRITERIA), and in each category the sentence of at most MAX_WORDS words with the
-largest mutual information is chosen (`choose`): the sentences where attention uncertainty shows.
+information I[y; z | x] of its S prediction samples (the plug-in estimate: it ranks sentences, where
+its bias, small against the differences between them, does not matter), the gap E[f(z)] - f(softmax)
+in P(positive) against the deterministic pass (`bam_viz.gaps`), and P(positive). Each sentence falls
+in at most one category (`category`, the first that applies, in the order of CRITERIA), and in each
+category the sentence of at most MAX_WORDS words with the largest mutual information is chosen
+(`choose`): the sentences where attention uncertainty shows.
 `RULE` says the same in words, and the written file records it beside the figures.
 
 Each sentence is scored in a call of its own, with the generator seeded afresh, so that its
-figures are exactly those the explorer shows for it: `model.explain(text, n_samples, seed)`.
+figures are exactly those of `model.explain(text, n_samples, seed)` (its `mutual_information_plugin`
+and `gap_softmax`).
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ class Scored:
 
     snippet: Snippet
     mutual_information: float     # nats, of the S prediction samples
-    gap: float                    # E[f(z)] - f(E[z]) in P(positive)
+    gap_softmax: float            # E[f(z)] - f(softmax) in P(positive)
     p_positive: float             # E[f(z)]
 
 
@@ -98,15 +101,16 @@ def choose(scored: list[Scored], max_words: int = MAX_WORDS) -> dict[str, Scored
     return {c: best[c] for c in CATEGORIES if c in best}
 
 
-def from_probs(snippets: list[Snippet], sample_probs, mean_field_probs) -> list[Scored]:
-    """Scored sentences from (N, S, 2) sample probabilities and (N, 2) mean-field ones (CLASSES order)."""
+def from_probs(snippets: list[Snippet], sample_probs, softmax_probs) -> list[Scored]:
+    """Scored sentences from (N, S, 2) sample probabilities and (N, 2) ones of the deterministic pass
+    (CLASSES order)."""
     samples = np.asarray(sample_probs, dtype=np.float64)
-    mean_field = np.asarray(mean_field_probs, dtype=np.float64)
-    if samples.shape[:1] != (len(snippets),) or mean_field.shape != (len(snippets), samples.shape[-1]):
-        raise ValueError(f"{len(snippets)} snippets but probabilities {samples.shape} and {mean_field.shape}")
+    softmax = np.asarray(softmax_probs, dtype=np.float64)
+    if samples.shape[:1] != (len(snippets),) or softmax.shape != (len(snippets), samples.shape[-1]):
+        raise ValueError(f"{len(snippets)} snippets but probabilities {samples.shape} and {softmax.shape}")
     mi = metrics.mutual_information(samples)
     p = samples.mean(1)[:, POSITIVE]
-    gap = p - mean_field[:, POSITIVE]
+    gap = p - softmax[:, POSITIVE]
     return [Scored(s, float(m), float(g), float(q)) for s, m, g, q in zip(snippets, mi, gap, p, strict=True)]
 
 
@@ -115,11 +119,11 @@ def score(model, snippets: list[Snippet], n_samples: int = 32, seed: int = 0) ->
     generator seeded with `seed`: the figures `model.explain(text, n_samples, seed)` gives."""
     from tqdm import tqdm
 
-    samples, mean_field = [], []
+    samples, softmax = [], []
     for s in tqdm(snippets, desc=f"score {model.name}", unit="sent", file=sys.stderr, disable=None):
         samples.append(model.predict_samples([s.text], n_samples=n_samples, seed=seed)[0].double().numpy())
-        mean_field.append(model.predict_mean_field([s.text])[0].double().numpy())
-    return from_probs(snippets, np.stack(samples), np.stack(mean_field))
+        softmax.append(model.predict_softmax([s.text])[0].double().numpy())
+    return from_probs(snippets, np.stack(samples), np.stack(softmax))
 
 
 def document(model_name: str, chosen: dict[str, Scored], n_sentences: int, n_samples: int, seed: int,
@@ -136,7 +140,7 @@ def document(model_name: str, chosen: dict[str, Scored], n_sentences: int, n_sam
         "examples": [
             {"category": c, "criterion": CRITERIA[c], "text": s.snippet.text, "id": s.snippet.id,
              "human_mean": round(s.snippet.mean, 4), "human_std": round(s.snippet.std, 4),
-             "mutual_information": s.mutual_information, "gap": s.gap, "p_positive": s.p_positive}
+             "mutual_information": s.mutual_information, "gap_softmax": s.gap_softmax, "p_positive": s.p_positive}
             for c, s in chosen.items()
         ],
     }

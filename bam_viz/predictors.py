@@ -22,8 +22,8 @@ class Predictor(Protocol):
         """(N, S, 2) probabilities in the order of CLASSES, one row per attention sample."""
         ...
 
-    def mean_field_probs(self, texts: list[str]) -> np.ndarray:
-        """(N, 2) f(E[z])."""
+    def softmax_probs(self, texts: list[str]) -> np.ndarray:
+        """(N, 2) f(softmax): the deterministic pass."""
         ...
 
 
@@ -57,12 +57,12 @@ class VaderPredictor:
     def sample_probs(self, texts: list[str], n_samples: int, seed: int) -> np.ndarray:
         return self._scores(texts)[:, None, :]
 
-    def mean_field_probs(self, texts: list[str]) -> np.ndarray:
+    def softmax_probs(self, texts: list[str]) -> np.ndarray:
         return self._scores(texts)
 
 
 class ModelPredictor:
-    """Adapter over a bam_viz model: `predict_samples` (N, S, 2) and `predict_mean_field` (N, 2).
+    """Adapter over a bam_viz model: `predict_samples` (N, S, 2) and `predict_softmax` (N, 2).
 
     `hyper` (attention hyperparameters at inference, e.g. shape_k) is passed through to both
     calls and named in the predictor's name ("bam-wc@shape_k=1"), so its results never pass for
@@ -77,8 +77,8 @@ class ModelPredictor:
     def sample_probs(self, texts: list[str], n_samples: int, seed: int) -> np.ndarray:
         return _to_numpy(self.model.predict_samples(texts, n_samples=n_samples, seed=seed, **self.hyper))
 
-    def mean_field_probs(self, texts: list[str]) -> np.ndarray:
-        return _to_numpy(self.model.predict_mean_field(texts, **self.hyper))
+    def softmax_probs(self, texts: list[str]) -> np.ndarray:
+        return _to_numpy(self.model.predict_softmax(texts, **self.hyper))
 
 
 class MemoPredictor:
@@ -99,10 +99,10 @@ class MemoPredictor:
                 self._samples[(t, n_samples)] = row
         return np.stack([self._samples[(t, n_samples)] for t in texts])
 
-    def mean_field_probs(self, texts: list[str]) -> np.ndarray:
+    def softmax_probs(self, texts: list[str]) -> np.ndarray:
         todo = [t for t in dict.fromkeys(texts) if t not in self._means]
         if todo:
-            for t, row in zip(todo, _to_numpy(self.predictor.mean_field_probs(todo)), strict=True):
+            for t, row in zip(todo, _to_numpy(self.predictor.softmax_probs(todo)), strict=True):
                 self._means[t] = row
         return np.stack([self._means[t] for t in texts])
 
@@ -129,8 +129,8 @@ class TemperedPredictor:
     def sample_probs(self, texts: list[str], n_samples: int, seed: int) -> np.ndarray:
         return temper(_to_numpy(self.predictor.sample_probs(texts, n_samples, seed)), self.temperature)
 
-    def mean_field_probs(self, texts: list[str]) -> np.ndarray:
-        return temper(_to_numpy(self.predictor.mean_field_probs(texts)), self.temperature)
+    def softmax_probs(self, texts: list[str]) -> np.ndarray:
+        return temper(_to_numpy(self.predictor.softmax_probs(texts)), self.temperature)
 
 
 def fit_temperature(sample_probs: np.ndarray, labels: np.ndarray, lo: float = 0.05, hi: float = 20.0) -> float:

@@ -37,13 +37,13 @@ def _sorted(names):
 
 
 def in_domain_table(res) -> str:
-    rows = ["| model | acc E[f(z)] | acc f(E[z]) | NLL E[f] | NLL f(E) | ECE E[f] | ECE f(E) | Brier E[f] "
-            "| AUROC error (H) | AUROC ambiguous (H) | AUROC ambiguous (MI) | ρ P(pos) vs human mean "
+    rows = ["| model | acc E[f(z)] | acc f(softmax) | NLL E[f] | NLL f(softmax) | ECE E[f] | ECE f(softmax) "
+            "| Brier E[f] | AUROC error (H) | AUROC ambiguous (H) | AUROC ambiguous (MI) | ρ P(pos) vs human mean "
             "| ρ H vs rater std |",
             "|" + "---|" * 13]
     for name in _sorted({p for p, c in res if c == "movies"}):
         r = res[(name, "movies")]
-        mc, mf = r["mc"], r["mean_field"]
+        mc, mf = r["mc"], r["softmax"]
         rows.append("| " + " | ".join([
             name, _pct(mc["accuracy"]), _pct(mf["accuracy"]), _f(mc["nll"]), _f(mf["nll"]), _f(mc["ece"]),
             _f(mf["ece"]), _f(mc["brier"]), _f(mc["auroc_error_entropy"]), _f(mc.get("auroc_ambiguous_entropy")),

@@ -40,7 +40,7 @@ from bam_viz.inputs import check_n_samples, check_seed, check_text
 from bam_viz.task import CLASSES, POSITIVE
 
 COLUMNS: tuple[str, ...] = (
-    "id", "text", "model", "corpus", "split", "p_positive", "p_positive_mean_field", "gap", "gap_se",
+    "id", "text", "model", "corpus", "split", "p_positive", "p_positive_softmax", "gap_softmax", "gap_softmax_se",
     "predictive_entropy", "expected_entropy", "mutual_information", "predicted", "n_tokens", "truncated",
     "label", "correct", "human_mean", "raters_std", "share_positive", "n_samples", "seed",
 )
@@ -48,7 +48,7 @@ COLUMNS: tuple[str, ...] = (
 # Missing values: pd.NA in the string and boolean columns, NaN in the float ones (pandas.isna finds both).
 DTYPES: dict[str, str] = {
     "id": "string", "text": "string", "model": "string", "corpus": "string", "split": "string",
-    **dict.fromkeys(("p_positive", "p_positive_mean_field", "gap", "gap_se", "predictive_entropy",
+    **dict.fromkeys(("p_positive", "p_positive_softmax", "gap_softmax", "gap_softmax_se", "predictive_entropy",
                      "expected_entropy", "mutual_information"), "float64"),
     "predicted": "string", "n_tokens": "int64", "truncated": "bool", "label": "string", "correct": "boolean",
     **dict.fromkeys(("human_mean", "raters_std", "share_positive"), "float64"),
@@ -349,7 +349,7 @@ class Scorer:
     """One model (a zoo model, or VADER) scoring one sentence at a time: `row(record)` is its output row.
 
     A zoo model draws the sentence's S attention samples with `predict_samples([text], S,
-    sentence_seed(seed, id))` and makes one `predict_mean_field([text])` pass. VADER is deterministic:
+    sentence_seed(seed, id))` and makes one `predict_softmax([text])` pass. VADER is deterministic:
     one sample, its P(positive) = (compound + 1) / 2 both ways, and it reads the whole text (never
     truncated); its n_tokens is MiniLM's count too, so every model's row of a sentence agrees.
     """
@@ -379,21 +379,21 @@ class Scorer:
             self.tokenizer, self.max_tokens, self.stochastic = model.tokenizer, model.max_tokens, model.stochastic
 
     def probabilities(self, text: str, key: str) -> tuple[np.ndarray, np.ndarray]:
-        """(S, 2) sample probabilities and (2,) mean-field probabilities of one sentence."""
+        """(S, 2) sample probabilities and (2,) those of the deterministic pass, f(softmax), of one sentence."""
         if self.vader is not None:
             samples = self.vader.sample_probs([text], 1, 0)[0]                 # (1, 2)
             return samples, samples[0]
         samples = self.model.predict_samples([text], n_samples=self.n_samples, seed=sentence_seed(self.seed, key))
-        mean_field = self.model.predict_mean_field([text])
-        return samples[0].double().numpy(), mean_field[0].double().numpy()    # (S, 2), (2,)
+        softmax = self.model.predict_softmax([text])
+        return samples[0].double().numpy(), softmax[0].double().numpy()       # (S, 2), (2,)
 
     def row(self, record: dict) -> dict:
         text, key = record["text"], record["id"]
-        samples, mean_field = self.probabilities(text, key)
+        samples, softmax = self.probabilities(text, key)
         p = samples[:, POSITIVE]                                               # (S,)
-        p_positive, p_mean_field = float(p.mean()), float(mean_field[POSITIVE])
+        p_positive, p_softmax = float(p.mean()), float(softmax[POSITIVE])
         S = len(p)
-        # The paired difference p_s - f(E[z]) has the spread of p_s itself: f(E[z]) is one number.
+        # The paired difference p_s - f(softmax) has the spread of p_s itself: f(softmax) is one number.
         gap_se = 0.0 if not self.stochastic else float(np.std(p, ddof=1) / math.sqrt(S)) if S > 1 else math.nan
         batch = samples[None]                                                  # (1, S, 2)
         predicted = CLASSES[int(np.argmax(samples.mean(0)))]
@@ -402,8 +402,8 @@ class Scorer:
         label = None if label is None or pd.isna(label) else str(label)
         return {
             "id": key, "text": text, "model": self.name, "corpus": record.get("corpus"),
-            "split": record.get("split"), "p_positive": p_positive, "p_positive_mean_field": p_mean_field,
-            "gap": p_positive - p_mean_field, "gap_se": gap_se,
+            "split": record.get("split"), "p_positive": p_positive, "p_positive_softmax": p_softmax,
+            "gap_softmax": p_positive - p_softmax, "gap_softmax_se": gap_se,
             "predictive_entropy": float(metrics.predictive_entropy(batch)[0]),
             "expected_entropy": float(metrics.expected_entropy(batch)[0]),
             "mutual_information": float(metrics.mutual_information(batch)[0]),

@@ -64,9 +64,9 @@ def loss_terms(model, ids, mask, labels, generator):
 @torch.no_grad()
 def dev_accuracy(model, texts, labels) -> dict:
     model.eval()
-    mf = model.predict_mean_field(texts)
+    mf = model.predict_softmax(texts)
     model.train()
-    return {"dev_mean_field_accuracy": round(float((mf.argmax(-1) == labels).float().mean()), 4)}
+    return {"dev_softmax_accuracy": round(float((mf.argmax(-1) == labels).float().mean()), 4)}
 
 
 def length_bucketed_batches(lengths: list[int], batch_size: int, generator: torch.Generator,

@@ -251,7 +251,7 @@ def update_card_metrics(name: str, result: dict, root: Path = PRETRAINED) -> Non
     card = json.loads(path.read_text())
     key = f"{result['corpus']}_{result['split']}"
     entry = {f"{k}": result["mc"][k] for k in HEADLINE if k in result.get("mc", {})}
-    entry["mean_field"] = {k: result["mean_field"][k] for k in HEADLINE if k in result.get("mean_field", {})}
+    entry["softmax"] = {k: result["softmax"][k] for k in HEADLINE if k in result.get("softmax", {})}
     for k, v in result.get("mc", {}).items():
         if k.startswith("auroc_ambiguous") or k.startswith("auroc_ood"):
             entry[k] = v

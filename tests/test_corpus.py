@@ -36,7 +36,7 @@ def synthetic(n_per_corpus: int = 40, models=("alpha", "beta"), seed: int = 0) -
                 predicted = "positive" if p >= 0.5 else "negative"
                 rows.append({
                     "id": str(i), "text": f"{c} sentence {i}", "model": m, "corpus": c, "split": "test",
-                    "p_positive": p, "p_positive_mean_field": p, "gap": 0.0, "gap_se": 0.0,
+                    "p_positive": p, "p_positive_softmax": p, "gap_softmax": 0.0, "gap_softmax_se": 0.0,
                     "predictive_entropy": float(metrics.entropy([1 - p, p])), "expected_entropy": 0.1,
                     "mutual_information": mi, "predicted": predicted, "n_tokens": 5, "truncated": False,
                     "label": label, "correct": None if label == "ambiguous" else predicted == label,

@@ -82,7 +82,7 @@ def reference_rows(shipped: pd.DataFrame, filt: Filter, model: str = "bam-wc") -
 def test_the_page_opens_on_every_test_sentence(at, shipped):
     shown = table(at)
     assert len(shown) == shipped[shipped["model"] == "bam-wc"]["sentence"].nunique()
-    assert shown["MI"].is_monotonic_decreasing                      # the most uncertain first
+    assert shown["MI (plug-in)"].is_monotonic_decreasing                      # the most uncertain first
     assert at.selectbox(key="corpus_model").value == "bam-wc"
     assert _query(at)["model"] == "bam-wc" and _query(at)["measure"] == MEASURE
     assert len(at.get("vega_lite_chart")) == 4                     # reliability, scatter, corpus view, pair

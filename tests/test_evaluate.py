@@ -33,7 +33,7 @@ class FakePredictor:
             out[i] = np.stack([1 - p, p], axis=-1)
         return out
 
-    def mean_field_probs(self, texts: list[str]) -> np.ndarray:
+    def softmax_probs(self, texts: list[str]) -> np.ndarray:
         p = 1 / (1 + np.exp(-np.array([self._logit(t) for t in texts])))
         return np.stack([1 - p, p], axis=-1)
 
@@ -67,10 +67,10 @@ def test_evaluate_keys_and_ranges(fake_movies: dict) -> None:
     )
     assert r["n_clear"] + r["n_ambiguous"] == r["n"] == 1036
     assert r["counts"] == {"negative": 460, "positive": 519, "ambiguous": 57}
-    assert set(r["mean_field"]) == VARIANT_KEYS
+    assert set(r["softmax"]) == VARIANT_KEYS
     assert set(r["mc"]) == VARIANT_KEYS | {"auroc_ambiguous_entropy", "auroc_ambiguous_mi",
                                            "auroc_ambiguous_in_split_entropy", "auroc_ambiguous_in_split_mi"}
-    for variant in ("mc", "mean_field"):
+    for variant in ("mc", "softmax"):
         m = r[variant]
         for key in ("accuracy", "brier", "ece") + tuple(k for k in m if k.startswith("auroc")):
             assert 0.0 <= m[key] <= (2.0 if key == "brier" else 1.0), key
@@ -79,8 +79,8 @@ def test_evaluate_keys_and_ranges(fake_movies: dict) -> None:
         # The fake knows nothing about sentiment.
         assert abs(m["accuracy"] - 0.5) < 0.08
     # Its samples scatter, so averaging them differs from one pass at the mean.
-    assert r["mc"]["nll"] != pytest.approx(r["mean_field"]["nll"])
-    assert r["mc"]["ece"] != pytest.approx(r["mean_field"]["ece"])
+    assert r["mc"]["nll"] != pytest.approx(r["softmax"]["nll"])
+    assert r["mc"]["ece"] != pytest.approx(r["softmax"]["ece"])
 
 
 def test_ambiguity_reference_is_all_562_ambiguous_movie_sentences(fake_movies: dict) -> None:
@@ -108,7 +108,7 @@ def test_evaluate_is_deterministic(corpus_dir: Path, fake_movies: dict) -> None:
 def test_out_of_domain_corpus_adds_ood_aurocs(corpus_dir: Path) -> None:
     r = ev.evaluate(FakePredictor(), "tweets", "test", n_samples=4, data=corpus_dir, batch_size=256)
     assert {"auroc_ood_entropy", "auroc_ood_mi"} <= set(r["mc"])
-    assert "auroc_ood_mi" not in r["mean_field"]
+    assert "auroc_ood_mi" not in r["softmax"]
     assert 0.0 <= r["mc"]["auroc_ood_mi"] <= 1.0
     assert r["n"] == 412
 
@@ -143,7 +143,7 @@ def test_summary_lists_every_metric_and_dashes_the_undefined(fake_movies: dict) 
     rows = {line.split()[0]: line.split()[1:] for line in lines[2:]}
     assert set(rows) == VARIANT_KEYS | {"auroc_ambiguous_entropy", "auroc_ambiguous_mi",
                                         "auroc_ambiguous_in_split_entropy", "auroc_ambiguous_in_split_mi"}
-    assert rows["accuracy"] == ["–", f"{fake_movies['mean_field']['accuracy']:.3f}"]
+    assert rows["accuracy"] == ["–", f"{fake_movies['softmax']['accuracy']:.3f}"]
     assert rows["auroc_ambiguous_mi"] == [f"{fake_movies['mc']['auroc_ambiguous_mi']:.3f}", "–"]   # mc only
 
 

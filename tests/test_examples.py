@@ -55,7 +55,7 @@ class FakeModel:
     def predict_samples(self, texts, n_samples=32, seed=0):
         return torch.tensor(fake_probs([self.pairs[t] for t in texts], n_samples))
 
-    def predict_mean_field(self, texts):
+    def predict_softmax(self, texts):
         p = torch.tensor([sum(self.pairs[t]) / 2 + 0.01 for t in texts], dtype=torch.float64)
         return torch.stack([1 - p, p], -1)
 
@@ -74,7 +74,7 @@ def test_the_rule_picks_the_largest_mutual_information_per_category():
     assert {c: s.snippet.id for c, s in chosen.items()} == {c: c for c in examples.CATEGORIES}
     s = chosen["negated"]
     assert s.mutual_information == pytest.approx(math.log(2) - (0.3 * -math.log(0.3) + 0.7 * -math.log(0.7)))
-    assert s.gap == pytest.approx(-0.01) and s.p_positive == pytest.approx(0.5)
+    assert s.gap_softmax == pytest.approx(-0.01) and s.p_positive == pytest.approx(0.5)
     doc = examples.document("fake-model", chosen, len(snippets), 4, 0, {"shape_k": 3.0})
     assert doc["default"] == "negated" == max(chosen, key=lambda c: chosen[c].mutual_information)
     assert [e["category"] for e in doc["examples"]] == list(examples.CATEGORIES)
@@ -133,8 +133,8 @@ def test_the_shipped_figures_are_what_explain_gives(shipped):
     assert shipped["hyper"] == model.trained_hyper
     for e in shipped["examples"]:
         r = model.explain(e["text"], shipped["n_samples"], seed=shipped["seed"])
-        assert r.mutual_information == pytest.approx(e["mutual_information"], abs=1e-4), e["category"]
-        assert r.gap == pytest.approx(e["gap"], abs=1e-4), e["category"]
+        assert r.mutual_information_plugin == pytest.approx(e["mutual_information"], abs=1e-4), e["category"]
+        assert r.gap_softmax == pytest.approx(e["gap_softmax"], abs=1e-4), e["category"]
         assert float(r.mc_probs[r.positive_index]) == pytest.approx(e["p_positive"], abs=1e-4)
 
 
@@ -146,7 +146,7 @@ def test_the_shipped_file_follows_the_rule(shipped):
     for e in shipped["examples"]:
         s = examples.Scored(Snippet("movies", e["id"], e["text"], e["human_mean"], (), e["human_std"],
                                     label_of(e["human_mean"]), 0.5, "dev"),
-                            e["mutual_information"], e["gap"], e["p_positive"])
+                            e["mutual_information"], e["gap_softmax"], e["p_positive"])
         assert examples.category(s) == e["category"] and e["criterion"] == examples.CRITERIA[e["category"]]
         assert len(e["text"].split()) <= examples.MAX_WORDS
     assert "Hutto & Gilbert (2014), MIT licence" in shipped["note"]
@@ -167,4 +167,4 @@ def test_the_explorer_reads_its_examples_from_the_file(shipped):
     assert state.DEFAULT_TEXT == state.EXAMPLES[shipped["default"]]
     for e in shipped["examples"]:
         assert f"MI {e['mutual_information']:.3f}" in state.EXAMPLE_HELP[e["category"]]
-        assert f"gap {e['gap']:+.3f}" in state.EXAMPLE_HELP[e["category"]]
+        assert f"E[f(z)] − f(softmax) {e['gap_softmax']:+.3f}" in state.EXAMPLE_HELP[e["category"]]

@@ -24,7 +24,7 @@ class FakeModel:
         self.calls.append(("samples", {"n_samples": n_samples, "seed": seed, **hyper}))
         return torch.full((len(texts), n_samples, 2), 0.5, dtype=torch.float32)
 
-    def predict_mean_field(self, texts, **hyper):
+    def predict_softmax(self, texts, **hyper):
         import torch
 
         self.calls.append(("mean_field", hyper))
@@ -38,7 +38,7 @@ def test_model_predictor_adapter() -> None:
     assert pr.ModelPredictor(model).name == "fake-model"
     samples = predictor.sample_probs(["a", "b"], n_samples=3, seed=7)
     assert isinstance(samples, np.ndarray) and samples.shape == (2, 3, 2) and samples.dtype == np.float64
-    np.testing.assert_allclose(predictor.mean_field_probs(["a"]), [[0.25, 0.75]])
+    np.testing.assert_allclose(predictor.softmax_probs(["a"]), [[0.25, 0.75]])
     assert model.calls == [
         ("samples", {"n_samples": 3, "seed": 7, "temperature": 0.5}),
         ("mean_field", {"temperature": 0.5}),
@@ -76,7 +76,7 @@ def test_tempered_predictor_tempers_every_sample_and_refuses_a_nonpositive_tempe
     assert tempered.name == "fake@T=2"
     texts = ["Lovely.", "Dull."]
     np.testing.assert_allclose(tempered.sample_probs(texts, 3, seed=1), pr.temper(base.sample_probs(texts, 3, 1), 2.0))
-    np.testing.assert_allclose(tempered.mean_field_probs(texts), pr.temper(base.mean_field_probs(texts), 2.0))
+    np.testing.assert_allclose(tempered.softmax_probs(texts), pr.temper(base.softmax_probs(texts), 2.0))
     with pytest.raises(ValueError, match="positive"):
         pr.TemperedPredictor(FakePredictor(), 0.0)
 
@@ -95,4 +95,4 @@ def test_memo_predicts_each_sentence_once() -> None:
     assert calls == ["a", "b", "c"] and memo.name == "fake"
     np.testing.assert_array_equal(first[0], first[2])
     np.testing.assert_array_equal(again[0], first[1])
-    np.testing.assert_array_equal(memo.mean_field_probs(["c", "a"]), FakePredictor().mean_field_probs(["c", "a"]))
+    np.testing.assert_array_equal(memo.softmax_probs(["c", "a"]), FakePredictor().softmax_probs(["c", "a"]))

@@ -261,7 +261,7 @@ def test_a_sentences_row_does_not_depend_on_the_rest_of_the_run(bam_wc, movies40
         pd.testing.assert_frame_equal(_by_id(other), _by_id(whole), check_exact=True)
     reseeded = score.score_frame(movies40, ["bam-wc"], **{**kw, "seed": 1})
     assert (reseeded["p_positive"] != whole["p_positive"]).all()
-    assert (reseeded["p_positive_mean_field"] == whole["p_positive_mean_field"]).all()   # no noise there
+    assert (reseeded["p_positive_softmax"] == whole["p_positive_softmax"]).all()   # no noise there
 
 
 def test_rows_without_ids_are_keyed_and_seeded_by_their_text(bam_wc):
@@ -278,11 +278,11 @@ def test_each_row_is_the_models_own_prediction_with_the_sentences_seed(bam_wc):
     for row in out.itertuples():
         with score.one_thread():                          # as scoring runs, so that float32 sums agree
             samples = bam_wc.predict_samples([row.text], n_samples=6, seed=score.sentence_seed(5, row.id))[0, :, 1]
-            mean_field = float(bam_wc.predict_mean_field([row.text])[0, 1])
+            mean_field = float(bam_wc.predict_softmax([row.text])[0, 1])
         p = samples.double().numpy()
         assert row.p_positive == pytest.approx(p.mean(), abs=1e-12)
-        assert row.gap_se == pytest.approx(p.std(ddof=1) / math.sqrt(6), abs=1e-12)
-        assert row.p_positive_mean_field == pytest.approx(mean_field, abs=1e-12)
+        assert row.gap_softmax_se == pytest.approx(p.std(ddof=1) / math.sqrt(6), abs=1e-12)
+        assert row.p_positive_softmax == pytest.approx(mean_field, abs=1e-12)
 
 
 # ---- the columns -----------------------------------------------------------------------------------
@@ -312,15 +312,15 @@ def test_the_frame_has_exactly_the_columns_model_major(scored):
 
 def test_gap_entropies_and_prediction_are_consistent(scored):
     out, _ = scored
-    assert (out["gap"] == out["p_positive"] - out["p_positive_mean_field"]).all()
+    assert (out["gap_softmax"] == out["p_positive"] - out["p_positive_softmax"]).all()
     mi = out["predictive_entropy"] - out["expected_entropy"]
     np.testing.assert_allclose(out["mutual_information"], mi, atol=metrics.MI_ROUNDING)
-    assert (out["mutual_information"] >= 0).all() and (out["gap_se"] >= 0).all()
+    assert (out["mutual_information"] >= 0).all() and (out["gap_softmax_se"] >= 0).all()
     assert (out["predicted"] == np.where(out["p_positive"] > 0.5, "positive", "negative")).all()
     bam = out[out["model"] == "bam-wc"]
-    assert (bam["mutual_information"] > 0).all() and (bam["gap_se"] > 0).all()
+    assert (bam["mutual_information"] > 0).all() and (bam["gap_softmax_se"] > 0).all()
     fixed = out[out["model"] != "bam-wc"]                      # softmax and vader draw no noise
-    assert (fixed["gap_se"] == 0).all() and (fixed["mutual_information"] == 0).all()
+    assert (fixed["gap_softmax_se"] == 0).all() and (fixed["mutual_information"] == 0).all()
     assert (fixed["predictive_entropy"] == fixed["expected_entropy"]).all()
 
 
@@ -340,7 +340,7 @@ def test_vader_rows_are_vaders_compound(scored):
     analyser = SentimentIntensityAnalyzer()
     expected = [(analyser.polarity_scores(t)["compound"] + 1) / 2 for t in vader["text"]]
     np.testing.assert_allclose(vader["p_positive"], expected, rtol=0, atol=1e-15)
-    assert (vader["gap"] == 0).all() and not vader["truncated"].any()
+    assert (vader["gap_softmax"] == 0).all() and not vader["truncated"].any()
     # Its n_tokens is MiniLM's count, like every other model's row of the same sentence.
     assert list(vader["n_tokens"]) == list(out[out["model"] == "bam-wc"]["n_tokens"])
 
@@ -499,7 +499,7 @@ def test_shipped_rows_equal_a_fresh_scoring(shipped):
         sample = rows.iloc[rng.choice(len(rows), size=10, replace=False)]
         fresh = score.score_frame(sample[["id", "text", "label"]], [model], text_column="text", label_column="label",
                                   id_column="id", n_samples=32, seed=0)
-        for column in ("p_positive", "p_positive_mean_field", "gap", "gap_se", "predictive_entropy",
+        for column in ("p_positive", "p_positive_softmax", "gap_softmax", "gap_softmax_se", "predictive_entropy",
                        "expected_entropy", "mutual_information"):
             # Equal to float32 rounding: torch's sums may run in another order with another thread count.
             np.testing.assert_allclose(fresh[column], sample[column], rtol=0, atol=1e-6, err_msg=f"{model} {column}")

@@ -41,7 +41,8 @@ URL_KEYS = {"corpus_model": "model", "corpus_compare": "compare", "corpus_corpor
 CHARTS = {"reliability": corpus.RELIABILITY_BRUSH, "scatter": corpus.SCATTER_BRUSH, "domain": corpus.DOMAIN_BRUSH}
 TABLE_COLUMNS = {"text": "sentence", "corpus": "corpus", "label": "label", "predicted": "predicted",
                  "outcome": "outcome", "p_positive": "P(positive)", "confidence": "confidence",
-                 "mutual_information": "MI", "predictive_entropy": "entropy", "expected_entropy": "expected entropy",
+                 "mutual_information": "MI (plug-in)", "predictive_entropy": "entropy",
+                 "expected_entropy": "expected entropy",
                  "raters_std": "raters' std", "human_mean": "raters' mean", "share_positive": "share positive",
                  "truncated": "truncated"}
 SLICE_SCORES = ("accuracy", "nll", "ece", "auroc_error", "auroc_ambiguous", "spearman_raters_std")

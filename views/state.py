@@ -35,7 +35,8 @@ EXAMPLE_HELP = {
     e["category"]: (f"“{e['text']}”  \nChosen as **{e['category']}**: {e['criterion']}; of those, the largest "
                     f"mutual information on movies dev at {_CHOSEN['model']}'s trained setting "
                     f"({_CHOSEN['n_samples']} samples, seed {_CHOSEN['seed']}): "
-                    f"MI {e['mutual_information']:.3f} nats, gap {e['gap']:+.3f}.")
+                    f"MI {e['mutual_information']:.3f} nats (plug-in), gap to the deterministic pass "
+                    f"E[f(z)] − f(softmax) {e['gap_softmax']:+.3f}.")
     for e in _CHOSEN["examples"]
 }
 # Every family's slider hyperparameters (range, scale, label, help), each name once.
