@@ -31,7 +31,7 @@ class Mode(enum.Enum):
     """How a stochastic layer sets its weights."""
 
     SAMPLE = "sample"        # draw from q: one draw per sample
-    MEAN = "mean"            # E_q[w] = softmax(psi): the f(E[z]) pass
+    MEAN = "mean"            # softmax(psi): the deterministic pass (E_q[S], the scores' mean; not E_q[w])
     ENUMERATE = "enumerate"  # a hard alignment: every key at once, marginalised exactly by the model
 
 
@@ -107,7 +107,7 @@ class ContextualPrior(nn.Module):
 class AttentionTrace:
     """What one attention layer did, for `explain()`. Batch B' = rows in, B'' = rows out."""
     scores: torch.Tensor                  # (B', H, T, T) masked logits psi
-    mean_weights: torch.Tensor            # (B', H, T, T) E_q[w] ~ softmax(psi)
+    softmax_weights: torch.Tensor         # (B', H, T, T) softmax(psi): the deterministic pass's weights
     weights: torch.Tensor                 # (B'', H, T, T) the weights used (sampled or mean)
     prior_weights: torch.Tensor           # (B', H, T, T) prior mean pi (broadcast over queries)
     prior_sample_weights: torch.Tensor | None  # (B'', H, T, T) normalised draws from the prior
@@ -134,7 +134,7 @@ def dropout(x: torch.Tensor, p: float, generator) -> torch.Tensor:
     return x * keep / (1 - p)
 
 
-# What `probe` set: (the core it watches, the function its weights pass through). A context variable,
+# What `probe` set: each watched core and the function its weights pass through. A context variable,
 # not a module hook: one model serves every session's thread, and a probe set in one must not touch
 # another's pass.
 _PROBE: contextvars.ContextVar = contextvars.ContextVar("bam_viz_attention_probe", default=None)
@@ -144,12 +144,19 @@ _PROBE: contextvars.ContextVar = contextvars.ContextVar("bam_viz_attention_probe
 def probe(core: BayesianAttention, fn: Callable[[torch.Tensor], torch.Tensor]):
     """Within the block, in this thread only, the weights `core` uses, after any dropout on them,
     (reps*B, H, Tq, Tk), are `fn(weights)`: read them (return them unchanged) or replace them.
-    Attention attribution (Hao et al. 2021) replaces them with scaled ones."""
-    token = _PROBE.set((core, fn))
+    Probes on several cores nest. Attention attribution (Hao et al. 2021) replaces the weights with
+    scaled ones; the f(E[w]) pass (`bam_viz.gaps`) with their Monte Carlo mean."""
+    token = _PROBE.set({**(_PROBE.get() or {}), core: fn})
     try:
         yield
     finally:
         _PROBE.reset(token)
+
+
+def probed(core: BayesianAttention, weights: torch.Tensor) -> torch.Tensor:
+    """`weights` through the probe set on `core` in this thread, if any."""
+    fn = (_PROBE.get() or {}).get(core)
+    return weights if fn is None else fn(weights)
 
 
 class BayesianAttention(nn.Module):
@@ -157,9 +164,10 @@ class BayesianAttention(nn.Module):
 
     forward(q, k, v, mask) with q, k, v (B, H, T, d) and mask (B, T) (True = real token).
     `n_samples` > 1 draws that many weight samples per input row in one batched pass and returns
-    (n_samples * B, H, T, d), sample-major (row s * B + b). Mode.MEAN uses E_q[w] = softmax (the
-    f(E[z]) pass). `hyper` (a `Hyper` of this layer's family) overrides the configured values
-    without touching the weights.
+    (n_samples * B, H, T, d), sample-major (row s * B + b). Mode.MEAN uses softmax(psi), the mean
+    of the unnormalised scores (BAM's deterministic test-time pass); the normalised weights' mean
+    E_q[w] differs from it for Weibull and Lognormal scores, and moves with k or sigma. `hyper` (a
+    `Hyper` of this layer's family) overrides the configured values without touching the weights.
     q may have fewer rows than k (only the first queries, e.g. [CLS] in a top layer whose other
     rows nothing reads): row-sliceable families then draw the full pass's random numbers and keep
     those rows, so the generator moves on exactly as in the full pass.
@@ -220,10 +228,7 @@ class BayesianAttention(nn.Module):
                 raise ValueError(f"{self.family.name} draws cannot be sliced by query row: pass every query")
             km = tile(kmask, reps) if kmask is not None else None
             weights = self.family.sample(tile(log_p, reps), hyper, km, generator, drawn)
-        weights = dropout(weights, attn_dropout, generator)
-        probed = _PROBE.get()
-        if probed is not None and probed[0] is self:
-            weights = probed[1](weights)
+        weights = probed(self, dropout(weights, attn_dropout, generator))
         return weights, log_p, kmask, reps, hyper
 
     def _trace(self, hyper, scores, log_p, weights, keys, kmask, reps, generator, level: Trace):
@@ -242,7 +247,7 @@ class BayesianAttention(nn.Module):
             km = tile(kmask, reps) if kmask is not None else None
             prior_samples = self.family.sample_prior(tile(log_pi.expand_as(log_p), reps), hyper, km, generator)
         return AttentionTrace(
-            scores=scores, mean_weights=log_p.exp(), weights=weights,
+            scores=scores, softmax_weights=log_p.exp(), weights=weights,
             prior_weights=log_pi.exp().expand_as(log_p), prior_sample_weights=prior_samples, kl=kl,
             posterior_params=stats.posterior, prior_params=stats.prior,
         )

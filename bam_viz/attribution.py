@@ -41,10 +41,11 @@ so that row s is one deterministic network, and at the real input exactly the dr
     make a step function. With its key fixed the network is smooth.
   softmax (deterministic): every sample is the same network: it is computed once and `samples` is
     that row repeated n_samples times (a view), as `predict_samples` repeats its one answer.
-The mean-field network f(E[z]) (every stochastic layer at its mean attention, dropout off) is one
-more row, `mean_field`.
+The deterministic pass f(softmax) (every stochastic layer at softmax(psi), dropout off: BAM's
+test-time network, `bam_viz.gaps`) is one more row, `softmax`. It is not f(E[w]), the pass at the
+samples' mean weights: for Weibull and Lognormal scores softmax(psi) is not the weights' mean.
 
-Batching. Captum's batch is one copy of the text per network (samples, then the mean field); it
+Batching. Captum's batch is one copy of the text per network (samples, then the softmax pass); it
 expands them step-major over the path, and one forward/backward runs every (point, network) row,
 cut into chunks of path points when the rows would pass the working memory ($BAM_VIZ_WORK_MB).
 
@@ -94,10 +95,10 @@ class AttentionAttribution:
     """Hao et al.'s attribution of one layer's attention weights, per network (heads H, tokens T)."""
 
     layer: int
-    mean_field: torch.Tensor      # (H, T, T) the mean-field network's
+    softmax: torch.Tensor         # (H, T, T) the deterministic pass's, every stochastic layer at softmax(psi)
     samples: torch.Tensor         # (S', H, T, T) sample s's network, with its own weights A_s
-    delta: torch.Tensor           # (S'+1,) sum of the map - (f(A) - f(0)): samples, then the mean field
-    weights: torch.Tensor         # (S'+1, H, T, T) the A attributed: samples, then the mean field
+    delta: torch.Tensor           # (S'+1,) sum of the map - (f(A) - f(0)): samples, then the softmax pass
+    weights: torch.Tensor         # (S'+1, H, T, T) the A attributed: samples, then the softmax pass
     nodes: torch.Tensor           # (S'+1,) quadrature nodes each network's integral took
 
     @property
@@ -113,14 +114,14 @@ class AttentionAttribution:
 
 @dataclass(frozen=True)
 class Attribution:
-    """Integrated Gradients of P(target) per token, for each attention sample and the mean field
-    (tensors on the CPU, as `predict_samples` answers)."""
+    """Integrated Gradients of P(target) per token, for each attention sample and for the
+    deterministic pass (tensors on the CPU, as `predict_samples` answers)."""
 
     tokens: list[str]
-    mean_field: torch.Tensor      # (T,) f(E[z])'s attribution
+    softmax: torch.Tensor         # (T,) the deterministic pass's, every stochastic layer at softmax(psi)
     samples: torch.Tensor         # (S', T) sample s's, its noise held fixed along the path
-    delta: torch.Tensor           # (S'+1,) Captum's convergence delta: samples, then the mean field
-    probs: torch.Tensor           # (S'+1,) f(x) = P(target): samples, then the mean field
+    delta: torch.Tensor           # (S'+1,) Captum's convergence delta: samples, then the softmax pass
+    probs: torch.Tensor           # (S'+1,) f(x) = P(target): samples, then the softmax pass
     baseline_probs: torch.Tensor  # (S'+1,) f(baseline), the same order
     target: str                   # the class attributed
     steps: int                    # the Gauss-Legendre nodes asked for
@@ -178,8 +179,8 @@ def row_bytes(model, tokens: int) -> int:
 
 
 class _Networks:
-    """A text's S' sampled networks and its mean-field one (network S), recorded once at the real
-    input; `batch` evaluates any of them together along a path."""
+    """A text's S' sampled networks and its deterministic one (network S, every stochastic layer at
+    softmax(psi)), recorded once at the real input; `batch` evaluates any of them together along a path."""
 
     def __init__(self, model, ids, n_samples: int, seed: int, hyper, layer: int | None):
         self.model, self.ids, self.hyper, self.layer = model, ids, hyper, layer
@@ -206,8 +207,8 @@ class _Networks:
         return probe(self.core, fn)
 
     def record(self):
-        """The recording pass at the real input, B = 1: predict_samples' own pass, then the mean
-        field's. Returns P (S+1, 2), the states below the first stochastic layer (1, T, C), and with
+        """The recording pass at the real input, B = 1: predict_samples' own pass, then the
+        deterministic pass. Returns P (S+1, 2), the states below the first stochastic layer (1, T, C), and with
         a layer, its weights per network (S+1, H, T, T), rows the pass does not compute left zero."""
         m, T = self.model, self.ids.shape[1]
         seen = []
@@ -220,26 +221,26 @@ class _Networks:
         with torch.no_grad(), read:
             x, _ = m.lower(self.ids, self.mask(1))
             sampled, _, _ = m.upper(x, self.mask(1), n_samples=self.S, generator=self.tape, hyper=self.hyper)
-            mean, _, _ = m.upper(x, self.mask(1), mode=Mode.MEAN, hyper=self.hyper)
+            deterministic, _, _ = m.upper(x, self.mask(1), mode=Mode.MEAN, hyper=self.hyper)
         weights = None
         if self.core is not None:
-            # One pass in the lower layers serves every network; above, the sampled pass and the mean one.
+            # One pass in the lower layers serves every network; above, the sampled pass and the softmax one.
             parts = [seen[0].expand(self.S + 1, -1, -1, -1)] if self.in_lower else seen
             weights = torch.cat([torch.nn.functional.pad(w, (0, 0, 0, T - w.shape[-2])) for w in parts])
-        return torch.cat([sampled, mean]).softmax(-1), x, weights
+        return torch.cat([sampled, deterministic]).softmax(-1), x, weights
 
     def batch(self, networks: list[int], states=None) -> _Batch:
         return _Batch(self, networks, states)
 
 
 class _Batch:
-    """Networks `networks` (ascending; S is the mean field) as one function of R = len(networks)
+    """Networks `networks` (ascending; S is the softmax pass) as one function of R = len(networks)
     rows per path point, step-major: row k R + j is network networks[j] at point k."""
 
     def __init__(self, nets: _Networks, networks: list[int], states=None):
         self.nets, self.states, self.R = nets, states, len(networks)
         self.samples = [i for i in networks if i < nets.S]
-        self.mean = nets.S in networks
+        self.softmax = nets.S in networks
 
     def upper(self, x, n: int, weights=None):
         """P (n R, 2) from the lower layers' states of n R rows; `weights` (n R, H, T, T) replace
@@ -258,11 +259,11 @@ class _Batch:
             if not tape.complete:
                 raise RuntimeError("the replayed pass made fewer draws than the recorded one: not the same pass")
             parts.append(sampled.softmax(-1).view(n, k, -1))
-        if self.mean:
+        if self.softmax:
             wm = None if weights is None or nets.in_lower else weights[:, k]
             with nets.probing(wm):
-                mean, _, _ = m.upper(x[:, k], nets.mask(n), mode=Mode.MEAN, hyper=nets.hyper)
-            parts.append(mean.softmax(-1).view(n, 1, -1))
+                logits, _, _ = m.upper(x[:, k], nets.mask(n), mode=Mode.MEAN, hyper=nets.hyper)
+            parts.append(logits.softmax(-1).view(n, 1, -1))
         return torch.cat(parts, 1).reshape(n * self.R, -1)                              # (n R, 2)
 
     def of_ids(self, ids):
@@ -318,7 +319,7 @@ def check_tolerance(tolerance) -> float | None:
 def attribute(model, text: str, n_samples: int = 8, seed: int = 0, steps: int = 32, target="positive",
               layer: int | None = None, tolerance: float | None = TOLERANCE, **hyper: float) -> Attribution:
     """Integrated Gradients of P(target) per token for each of `n_samples` attention samples (each
-    held fixed along the path) and the mean field; with `layer`, also Hao et al.'s attribution of
+    held fixed along the path) and the deterministic pass; with `layer`, also Hao et al.'s attribution of
     that layer's attention weights. `steps` Gauss-Legendre nodes, doubled for a network whose
     completeness delta is not below `tolerance` (None: `steps` exactly). See the module's docstring."""
     from captum.attr import IntegratedGradients
@@ -388,7 +389,7 @@ def attribute(model, text: str, n_samples: int = 8, seed: int = 0, steps: int = 
             raise ValueError(f"the {what} of {model.name} is not finite for this text at {dict(resolved)}: "
                              "its probabilities under- or overflow; try hyperparameters nearer the trained ones")
     return Attribution(
-        tokens=list(tokens), mean_field=per_token[S], samples=_samples(per_token[:S], n_samples),
+        tokens=list(tokens), softmax=per_token[S], samples=_samples(per_token[:S], n_samples),
         delta=_rows(delta, S, n_samples), probs=_rows(probs[:, index], S, n_samples),
         baseline_probs=_rows(f_baseline, S, n_samples), target=CLASSES[index], steps=steps,
         nodes=_rows(nodes, S, n_samples), baseline=BASELINE, attention=attention)
@@ -400,7 +401,7 @@ def _samples(rows: torch.Tensor, n_samples: int) -> torch.Tensor:
 
 
 def _rows(per_network: torch.Tensor, S: int, n_samples: int) -> torch.Tensor:
-    """(S'+1, ...) samples then the mean field, from the S+1 networks computed."""
+    """(S'+1, ...) samples then the softmax pass, from the S+1 networks computed."""
     return torch.cat([_samples(per_network[:S], n_samples), per_network[S:]])
 
 

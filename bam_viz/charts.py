@@ -20,12 +20,16 @@ import plotly.colors
 import plotly.graph_objects as go
 
 from bam_viz import families
+from bam_viz.labels import LABELS
 from bam_viz.result import ExplainResult
 
 PRIOR_COLOUR = "#9e9e9e"
+PI_COLOUR = "#424242"                # the prior's pi, marked on its bars
 POSTERIOR_COLOUR = "#1f77b4"
-MEAN_FIELD_COLOUR = "#d62728"
+MEAN_ATTENTION_COLOUR = "#d62728"    # f(E[w]), the pass at the samples' mean weights (as the page draws it)
+SOFTMAX_COLOUR = "#7b1fa2"           # f(softmax) and softmax(psi): the deterministic pass
 MC_COLOUR = "#2ca02c"
+PREDICTION_MC = f"{LABELS['mc']}: average over samples"
 DETERMINISTIC_COLOUR = "#e0e0e0"
 MAX_TICK_TOKENS = 40          # above this many tokens, the bars and maps show a window of them
 TOKEN_WINDOW = 24            # a sentence of more tokens than MAX_TICK_TOKENS shows this many: ~10 px a label
@@ -353,45 +357,65 @@ def _window_text(result: ExplainResult, idx: list[int], noun: str = "tokens") ->
 # ---- panel 1: prior vs posterior ---------------------------------------------------------------
 def prior_posterior_figure(result: ExplainResult, layer: int, head: int, query: int,
                            shown: list[int] | None = None) -> go.Figure:
-    """Per key: prior mean pi_j and posterior mean, each with the 5-95% band of sampled weights.
+    """Per key: the prior's and the posterior's mean weight over their draws, each with the 5-95%
+    band of those draws, and on each bar a marker at its softmax: pi_j on the prior's, softmax(psi)
+    (the deterministic pass) on the posterior's.
+
+    The bars are Monte Carlo means of normalised weights (`prior_mean_weights`,
+    `posterior_mean_weights`): for Weibull and Lognormal scores they are not the softmax, and move
+    towards uniform as k shrinks or sigma grows, inside their whiskers; the markers stay put.
 
     `shown`: the key indices drawn, in order; None is every key of a short sentence, and on a long
     one the window around `query` (`token_window`). Each bar is the real weight, so the bars shown
     add up to less than 1 when keys are left out.
+
+    Markers sit on their bars through `offsetgroup` with `scattermode` "group" (plotly.js places
+    grouped scatter points as it places grouped bars, with the same gap).
     """
     T = len(result.tokens)
     query = _clip(query, T)
     idx = _shown(result, shown, query)
     keys = axis_labels(result.tokens)
     x = [keys[j] for j in idx]
-    prior_mean = _np(result.prior_weights[layer, head, query])[idx]            # (K,)
-    post_mean = _np(result.mean_weights[layer, head, query])[idx]              # (K,)
     prior_draws = _np(result.prior_draws(layer, head)[:, query])[:, idx]       # (S, K)
     post_draws = _np(result.sample_weights[:, layer, head, query])[:, idx]     # (S, K)
-    data = []
-    for name, mean, draws, colour in (
-        ("prior mean π_j", prior_mean, prior_draws, PRIOR_COLOUR),
-        ("posterior mean", post_mean, post_draws, POSTERIOR_COLOUR),
+    prior_mean = _np(result.prior_mean_weights(layer, head)[query])[idx]       # (K,) MC mean of the draws
+    post_mean = _np(result.posterior_mean_weights[layer, head, query])[idx]    # (K,) E[w]
+    pi = _np(result.prior_weights[layer, head, query])[idx]                    # (K,)
+    soft = _np(result.softmax_weights[layer, head, query])[idx]                # (K,) softmax(psi)
+    bars, marks = [], []
+    for group, name, mean, draws, colour, mark_name, mark, mark_colour, symbol in (
+        ("prior", LABELS["prior_mean"], prior_mean, prior_draws, PRIOR_COLOUR, LABELS["prior_pi"], pi,
+         PI_COLOUR, "diamond-open"),
+        ("posterior", LABELS["posterior_mean"], post_mean, post_draws, POSTERIOR_COLOUR,
+         LABELS["softmax_weights"], soft, SOFTMAX_COLOUR, "diamond"),
     ):
         lo, hi = np.quantile(draws, [0.05, 0.95], axis=0)                       # (K,), (K,)
-        data.append({
-            "type": "bar", "name": name, "x": x, "y": mean, "marker": {"color": colour},
+        bars.append({
+            "type": "bar", "name": name, "x": x, "y": mean, "offsetgroup": group, "marker": {"color": colour},
             "error_y": {"type": "data", "symmetric": False, "array": np.maximum(hi - mean, 0.0),
                         "arrayminus": np.maximum(mean - lo, 0.0), "thickness": 1.5},
             "customdata": np.stack([lo, hi], -1),
-            "hovertemplate": "key %{x}<br>mean %{y:.3f}<br>5–95%: %{customdata[0]:.3f}–%{customdata[1]:.3f}"
-                             f"<extra>{name}</extra>",
+            "hovertemplate": "key %{x}<br>mean %{y:.3f} over the draws<br>5–95%: %{customdata[0]:.3f}–"
+                             f"%{{customdata[1]:.3f}}<extra>{name}</extra>",
+        })
+        marks.append({
+            "type": "scatter", "mode": "markers", "name": mark_name, "x": x, "y": mark, "offsetgroup": group,
+            "marker": {"symbol": symbol, "size": 9, "color": mark_colour, "line": {"width": 1.5, "color": mark_colour}},
+            "hovertemplate": f"key %{{x}}<br>%{{y:.3f}}<extra>{mark_name}</extra>",
         })
     show = len(idx) <= 2 * MAX_TICK_TOKENS
     layout = _layout(
-        f"Query {keys[query]}: attention to each key<br>layer {layer}, head {head}", 380, barmode="group",
+        f"Query {keys[query]}: attention to each key<br>layer {layer}, head {head}", 420, barmode="group",
+        scattermode="group", bargap=0.2, scattergap=0.2,
         yaxis=_axis(title={"text": "attention weight"}, rangemode="tozero"),
         xaxis=_axis(type="category", tickangle=-45, showticklabels=show),
     )
     if window := _window_text(result, idx, "keys"):
         layout["title"]["text"] += f" · {window}"
-    # x labels turned 45 degrees: about 0.71 of their length below the axis.
-    return _figure(data, _margin(layout, l=70, b=int(0.71 * _label_px(x)) + 12 if show else 20))
+    # x labels turned 45 degrees: about 0.71 of their length below the axis; t: two lines of title
+    # over a legend of up to four rows in a narrow column.
+    return _figure(bars + marks, _margin(layout, l=70, t=140, b=int(0.71 * _label_px(x)) + 12 if show else 20))
 
 
 def key_density_figure(result: ExplainResult, layer: int, head: int, query: int, key: int) -> go.Figure:
@@ -443,9 +467,11 @@ def key_density_figure(result: ExplainResult, layer: int, head: int, query: int,
 
 
 # ---- panel 2: sampled attention maps -----------------------------------------------------------
-def sampled_maps_figure(result: ExplainResult, layer: int, head: int, n_show: int = 4,
+def sampled_maps_figure(result: ExplainResult, layer: int, head: int, n_show: int = 3,
                         relative: bool = False, shown: list[int] | None = None) -> go.Figure:
-    """The mean map, the per-cell standard deviation, then `n_show` sampled maps (queries down).
+    """The posterior mean E[w] (the Monte Carlo mean of the sampled weights), softmax(psi) (the
+    deterministic pass's weights, which E[w] is not for Weibull or Lognormal scores), the per-cell
+    standard deviation, then `n_show` sampled maps (queries down), three across.
 
     Weights are coloured over [0, 1] and the std over [0, 0.5] (`WEIGHT_RANGE`, `STD_RANGE`), so a
     near-certain head reads pale; `relative` stretches each scale to the largest value shown.
@@ -464,10 +490,12 @@ def sampled_maps_figure(result: ExplainResult, layer: int, head: int, n_show: in
     sw = _np(result.sample_weights[:, layer, head][:, idx][:, :, idx])         # (S, T, T)
     S, T = sw.shape[0], sw.shape[-1]                                            # T: the tokens shown
     n_show = max(0, min(n_show, S))
-    mean = _np(result.mean_weights[layer, head][idx][:, idx])                  # (T, T)
+    mean = _np(result.posterior_mean_weights[layer, head][idx][:, idx])        # (T, T) E[w]
+    soft = _np(result.softmax_weights[layer, head][idx][:, idx])               # (T, T) softmax(psi)
     # ddof=1 as in torch.std, so the map agrees with `result.spread`.
     std = sw.std(0, ddof=1) if S > 1 else np.zeros_like(mean)                   # (T, T)
-    panels = [("mean (posterior)", mean, "coloraxis"), (f"std over {count(S, 'sample')}", std, "coloraxis2")]
+    panels = [(LABELS["posterior_mean"], mean, "coloraxis"), (LABELS["softmax_weights"], soft, "coloraxis"),
+              (f"std over {count(S, 'sample')}", std, "coloraxis2")]
     panels += [(f"sample {s + 1}", sw[s], "coloraxis") for s in range(n_show)]
     cols = min(3, len(panels))                    # three across: room for a label per token
     rows = math.ceil(len(panels) / cols)
@@ -497,14 +525,14 @@ def sampled_maps_figure(result: ExplainResult, layer: int, head: int, n_show: in
         x_mid = (col * (T + gap) + T / 2) / len(xcats)
         y_top = 1.0 - row * (T + gap) / len(ycats)
         titles.append({"text": title, "x": round(x_mid, 6), "y": round(y_top, 6), "xref": "paper", "yref": "paper",
-                       "xanchor": "center", "yanchor": "bottom", "showarrow": False, "font": {"size": 14}})
+                       "xanchor": "center", "yanchor": "bottom", "showarrow": False, "font": {"size": 12}})
     # The gap categories exist even where no map is drawn (an empty last row, say).
     data.append({"type": "scatter", "mode": "markers", "x": xcats, "y": [ycats[0]] * len(xcats),
                  "marker": {"opacity": 0}, "hoverinfo": "skip", "showlegend": False, "name": "layout"})
     data.append({"type": "scatter", "mode": "markers", "x": [xcats[0]] * len(ycats), "y": ycats,
                  "marker": {"opacity": 0}, "hoverinfo": "skip", "showlegend": False, "name": "layout"})
     if relative:
-        wmax = max(float(max(sw.max(initial=0.0), mean.max(initial=0.0))), 1e-6)
+        wmax = max(float(max(sw.max(initial=0.0), mean.max(initial=0.0), soft.max(initial=0.0))), 1e-6)
         smax = max(float(std.max(initial=0.0)), 1e-6)
         wtitle, stitle = "weight<br>relative", "std<br>relative"
     else:
@@ -536,13 +564,16 @@ def sampled_maps_figure(result: ExplainResult, layer: int, head: int, n_show: in
 
 # ---- panel 3: the prediction --------------------------------------------------------------------
 def prediction_figure(result: ExplainResult, bins: int = 20) -> go.Figure:
-    """Histogram of P(positive) over attention samples, with f(E[z]) and E[f(z)] marked."""
+    """Histogram of P(positive) over attention samples, with E[f(z)] (their average, the model's
+    answer), f(E[w]) (one pass at the samples' mean weights: Deng et al.'s f(E[z])) and f(softmax)
+    (the deterministic pass) marked, each in its own colour and dash (`bam_viz.gaps`)."""
     i = result.positive_index
     p = np.clip(_np(result.sample_probs[:, i]), 0.0, 1.0)                     # (S,)
     counts, edges = np.histogram(p, bins=bins, range=(0.0, 1.0))
     centres = (edges[:-1] + edges[1:]) / 2
     top = max(int(counts.max(initial=0)), 1) * 1.15
-    mf, mc = float(_np(result.mean_field_probs)[i]), float(_np(result.mc_probs)[i])
+    mc = float(_np(result.mc_probs)[i])
+    mean_attention, softmax = float(_np(result.mean_attention_probs)[i]), float(_np(result.softmax_probs)[i])
     data = [
         {"type": "bar", "x": centres, "y": counts, "width": float(edges[1] - edges[0]),
          "name": "attention samples", "marker": {"color": POSTERIOR_COLOUR}, "opacity": 0.6,
@@ -552,33 +583,48 @@ def prediction_figure(result: ExplainResult, bins: int = 20) -> go.Figure:
          "marker": {"symbol": "line-ns-open", "size": 10, "color": POSTERIOR_COLOUR},
          "hovertemplate": "%{x:.3f}<extra>sample</extra>"},
     ]
-    for name, x, colour, dash in (("f(E[z]): mean attention", mf, MEAN_FIELD_COLOUR, "dash"),
-                                  ("E[f(z)]: average over samples", mc, MC_COLOUR, "solid")):
+    for name, x, colour, dash in ((PREDICTION_MC, mc, MC_COLOUR, "solid"),
+                                  (LABELS["mean_attention"], mean_attention, MEAN_ATTENTION_COLOUR, "dash"),
+                                  (LABELS["softmax"], softmax, SOFTMAX_COLOUR, "dot")):
         data.append({"type": "scatter", "x": [x, x], "y": [0.0, top], "mode": "lines", "name": name,
                      "line": {"color": colour, "dash": dash, "width": 3},
                      "hovertemplate": f"{x:.3f}<extra>{name}</extra>"})
     chance = {"type": "line", "xref": "x", "yref": "y domain", "x0": 0.5, "x1": 0.5, "y0": 0, "y1": 1,
               "line": {"color": "#bbbbbb", "width": 1, "dash": "dot"}}
-    # t: room for the legend's three rows in a narrow column, under the title.
+    # t: room for the legend's four rows in a narrow column, under the title.
     return _figure(data, _margin(_layout(
-        f"P(positive) across {Facts.of(result).samples()}", 360, bargap=0.05, shapes=[chance],
+        f"P(positive) across {Facts.of(result).samples()}", 380, bargap=0.05, shapes=[chance],
         xaxis=_axis(title={"text": "P(positive)"}, range=[-0.02, 1.02]),
         yaxis=_axis(title={"text": "number of samples"}, range=[-0.08 * top, top]),
-    ), l=60, b=50, t=100))
+    ), l=60, b=50, t=120))
+
+
+def mi_estimator(n_samples: int) -> str:
+    """How `ExplainResult.mutual_information` is estimated at `n_samples`: bias-corrected by the
+    jackknife from 3 samples, the plug-in below (`metrics.mutual_information_jackknife`)."""
+    return LABELS["mi_estimator"] if n_samples >= 3 else "plug-in"
+
+
+def _entropy_parts(result: ExplainResult) -> tuple[float, float, float]:
+    """Aleatoric (the expected entropy), epistemic (the mutual information, which can dip just below
+    0 once bias-corrected) and their total, the epistemic part counted from 0 as the page does."""
+    aleatoric = float(np.nan_to_num(result.expected_entropy))
+    epistemic = float(np.nan_to_num(result.mutual_information))
+    return aleatoric, epistemic, aleatoric + max(epistemic, 0.0)
 
 
 def entropy_figure(result: ExplainResult) -> go.Figure:
-    """Total predictive entropy as one bar: expected entropy (aleatoric) + mutual information."""
-    aleatoric = float(np.nan_to_num(result.expected_entropy))
-    epistemic = float(np.nan_to_num(result.mutual_information))
+    """Total predictive entropy as one bar: expected entropy (aleatoric) + mutual information
+    (epistemic, bias-corrected by the jackknife from 3 samples)."""
+    aleatoric, epistemic, total = _entropy_parts(result)
     data = [
         {"type": "bar", "y": ["uncertainty"], "x": [max(value, 0.0)], "name": name, "orientation": "h",
          "marker": {"color": colour}, "text": [f"{value:.3f}"], "textposition": "inside",
          "hovertemplate": f"{name}: {value:.4f} nats<extra></extra>"}
         for name, value, colour in (("aleatoric: expected entropy", aleatoric, "#8c9eff"),
-                                    ("epistemic: mutual information", epistemic, "#ff8a65"))
+                                    (f"epistemic: mutual information, {mi_estimator(result.n_samples)}",
+                                     epistemic, "#ff8a65"))
     ]
-    total = aleatoric + epistemic
     # Two title lines and a legend of two rows in a narrow column: a taller top margin.
     return _figure(data, _margin(_layout(
         f"Predictive entropy {total:.3f} nats<br>(at most ln 2 = {LN2:.3f})", 220, barmode="stack",
@@ -680,8 +726,21 @@ def _tok(result: ExplainResult, i: int) -> str:
 
 
 def _shown_share(result: ExplainResult, layer: int, head: int, rows: list[int], idx: list[int]) -> float:
-    """How much of its mean attention a row of `rows` puts on the keys `idx`, on average."""
-    return float(_np(result.mean_weights[layer, head])[rows][:, idx].sum(-1).mean())
+    """How much of its mean attention E[w] (`posterior_mean_weights`) a row of `rows` puts on the
+    keys `idx`, on average over the rows."""
+    return float(_np(result.posterior_mean_weights[layer, head])[rows][:, idx].sum(-1).mean())
+
+
+_SHRINKS = {"weibull": ("Weibull", "k shrinks"), "lognormal": ("Lognormal", "σ grows")}
+
+
+def _off_softmax(result: ExplainResult) -> str:
+    """Why E[w] is not softmax(psi), for the families where it is not; "" for the others."""
+    if result.family not in _SHRINKS:
+        return ""
+    name, moves = _SHRINKS[result.family]
+    return (f"For {name} scores the mean of the normalised weights is not softmax(ψ): normalising pulls "
+            f"it towards uniform, the more as {moves}.")
 
 
 def prior_posterior_caption(result: ExplainResult, layer: int, head: int, query: int,
@@ -693,11 +752,13 @@ def prior_posterior_caption(result: ExplainResult, layer: int, head: int, query:
     window = ""
     if keys := _window_text(result, idx, "keys"):
         window = (f" The bars show {keys}: they hold {_shown_share(result, layer, head, [query], idx):.2f} "
-                  "of the query's mean attention, and the rest falls on keys not shown.")
+                  "of the query's mean attention E[w], and the rest falls on keys not shown.")
     if (reason := facts.deterministic(layer)) is not None:
         return f"{reason} Prior and posterior coincide.{window}"
-    post = _np(result.mean_weights[layer, head, query])
-    prior = _np(result.prior_weights[layer, head, query])
+    post = _np(result.posterior_mean_weights[layer, head, query])
+    post_se = _np(result.posterior_mean_se[layer, head, query])
+    soft = _np(result.softmax_weights[layer, head, query])
+    prior = _np(result.prior_mean_weights(layer, head)[query])
     draws = _np(result.sample_weights[:, layer, head, query])
     top = int(post.argmax())
     if top not in idx:
@@ -708,20 +769,27 @@ def prior_posterior_caption(result: ExplainResult, layer: int, head: int, query:
         bars = f"Grey bars: what the **prior** expects from the keys alone; {looks}."
     elif facts.prior == "alignment":
         bars = ("Grey bars: the **prior** p(z|x), which this model also samples from, so they match the "
-                "blue bars.")
+                "blue bars up to sampling noise.")
     elif facts.prior == "fixed":
         bars = f"Grey bars: the **prior**, uniform over the keys (this model learns no prior); {looks}."
     else:
         bars = ("This model has no prior: its attention is random through dropout, so the grey bars "
-                "repeat the blue ones, the attention with dropout off.")
+                "repeat the blue ones.")
+    bars += (" Each bar is the mean over its draws; the filled diamond marks softmax(ψ), the deterministic "
+             + ("pass, and the open one the prior's π." if facts.prior != "none" else "pass, dropout off."))
     against = f" (prior {prior[top]:.2f})" if facts.prior != "none" else ""
+    soft_top = f"the deterministic pass gives it {soft[top]:.2f}"
     if facts.n_samples < 2:
         return (f"{bars} Here {_tok(result, query)} attends most to {_tok(result, top)}: "
-                f"{post[top]:.2f}{against}. With {facts.samples()} the whiskers have no width: draw at "
-                f"least 2 to see how much the weights vary.{window}")
-    return (f"{bars} Whiskers span 5–95% of sampled weights. Here {_tok(result, query)} attends most to "
+                f"{post[top]:.2f} in the one draw{against}; {soft_top}. With {facts.samples()} the whiskers "
+                f"have no width: draw at least 2 to see how much the weights vary.{window}")
+    moved = ""
+    if abs(post[top] - soft[top]) > max(2 * post_se[top], 0.005) and (why := _off_softmax(result)):
+        moved = f" {why}"
+    return (f"{bars} Whiskers span 5–95% of the sampled weights. Here {_tok(result, query)} attends most to "
             f"{_tok(result, top)}: {post[top]:.2f} on average{against}, between {lo:.2f} and {hi:.2f} "
-            f"in 90% of samples. Wide whiskers mean the model is unsure where to look.{window}")
+            f"in 90% of samples; {soft_top}.{moved} Wide whiskers mean the model is unsure where to "
+            f"look.{window}")
 
 
 def key_density_caption(result: ExplainResult, layer: int, head: int, query: int, key: int) -> str:
@@ -747,7 +815,7 @@ def sampled_maps_caption(result: ExplainResult, layer: int, head: int, relative:
     window = ""
     if tokens := _window_text(result, idx):
         window = (f" The maps show {tokens}, as queries and as keys: the cells shown in a row add up to less "
-                  f"than 1, {_shown_share(result, layer, head, idx, idx):.2f} on average in the mean map, and "
+                  f"than 1, {_shown_share(result, layer, head, idx, idx):.2f} on average in the E[w] map, and "
                   "the rest falls on keys not shown.")
     grid = "Rows are queries, columns are keys." + window
     if (reason := facts.deterministic(layer)) is not None:
@@ -762,45 +830,67 @@ def sampled_maps_caption(result: ExplainResult, layer: int, head: int, relative:
              "looks busy even where every std is tiny." if relative else
              "Colours are absolute, weights from 0 to 1 and std from 0 to 0.5 (the most a weight's std "
              "can be), so a pale orange map is a head that hardly varies.")
-    return (f"Each small map is one random draw of the attention (rows: queries, columns: keys; "
-            f"{sums}). The orange map shows where draws disagree: most at "
-            f"{_tok(result, q)} → {_tok(result, k)} (std {std.max():.3f}, mean over cells "
-            f"{std.mean():.3f}). {scale}{window}")
+    off = _off_softmax(result)
+    return (f"The first map is E[w], the mean of the {facts.samples()}; the second is softmax(ψ), the "
+            f"deterministic pass.{' ' + off if off else ''} Each small map after them is one random draw of "
+            f"the attention (rows: queries, columns: keys; {sums}). The orange map shows where draws "
+            f"disagree: most at {_tok(result, q)} → {_tok(result, k)} (std {std.max():.3f}, mean over "
+            f"cells {std.mean():.3f}). {scale}{window}")
+
+
+def _mi_how(n_samples: int) -> str:
+    """`mi_estimator` in a sentence."""
+    return "bias-corrected by the jackknife" if n_samples >= 3 else "the plug-in: its jackknife needs 3 samples"
 
 
 def prediction_caption(result: ExplainResult) -> str:
     facts = Facts.of(result)
     i = result.positive_index
-    mf, mc = float(result.mean_field_probs[i]), float(result.mc_probs[i])
+    mc = float(result.mc_probs[i])
+    mean_attention, softmax = float(result.mean_attention_probs[i]), float(result.softmax_probs[i])
     p = _np(result.sample_probs[:, i])
     lo, hi = (float(p.min()), float(p.max())) if p.size else (mc, mc)
     verdict = "positive" if mc >= 0.5 else "negative"
-    entropy = (f"Of the total uncertainty {result.predictive_entropy:.3f} nats (at most ln 2 = {LN2:.3f}), "
-               f"{result.expected_entropy:.3f} is aleatoric, the doubt each attention sample keeps on "
-               f"its own, and {result.mutual_information:.3f} is epistemic, from the samples "
-               f"disagreeing. {uncertainty_verdict(result)}")
     if not facts.stochastic_layers:
         return (f"This model's attention is deterministic: one pass gives **P(positive) = {mc:.3f}** "
-                f"({verdict}), so E[f(z)] and f(E[z]) coincide and all of the uncertainty, "
+                f"({verdict}), so E[f(z)], f(E[w]) and f(softmax) coincide and all of the uncertainty, "
                 f"{result.predictive_entropy:.3f} nats (at most ln 2 = {LN2:.3f}), is aleatoric. "
                 f"{uncertainty_verdict(result)}")
+    aleatoric, epistemic, total = _entropy_parts(result)
+    entropy = (f"Of the total uncertainty {total:.3f} nats (at most ln 2 = {LN2:.3f}), {aleatoric:.3f} is "
+               f"aleatoric, the doubt each attention sample keeps on its own, and {epistemic:.3f} is epistemic, "
+               f"from the samples disagreeing (the mutual information, {_mi_how(facts.n_samples)}). "
+               f"{uncertainty_verdict(result)}")
+    softmax_says = f"**f(softmax) = {softmax:.3f}** (purple dots)"
     if facts.n_samples < 2:
-        return (f"Only {facts.samples()} was drawn: it gives **E[f(z)] = {mc:.3f}** (green, {verdict}); "
-                f"predicting once with the mean attention gives **f(E[z]) = {mf:.3f}** (red dashed). "
-                f"The gap, {signed(mc - mf)}, rests on one draw, and one sample cannot disagree with "
-                f"itself, so the epistemic part is 0 until n_samples is at least 2. {entropy}")
-    return (f"Each of the {facts.samples()} gives its own P(positive), from "
-            f"{lo:.2f} to {hi:.2f}. Averaging them gives **E[f(z)] = {mc:.3f}** (green, the model's "
-            f"answer: {verdict}); predicting once with the mean attention gives **f(E[z]) = {mf:.3f}** "
-            f"(red dashed). The gap, {signed(mc - mf)}, is what averaging over attention changes. {entropy}")
+        mean = "" if facts.dropout else (f"; at one sample E[w] is that sample's weights, so f(E[w]) = "
+                                         f"{mean_attention:.3f} (red dashes)")
+        return (f"Only {facts.samples()} was drawn: it gives **E[f(z)] = {mc:.3f}** (green, {verdict}); the "
+                f"deterministic pass, every stochastic layer at softmax(ψ), gives {softmax_says}{mean}. The gap "
+                f"to the deterministic pass, {signed(mc - softmax)}, rests on one draw, and one sample cannot "
+                f"disagree with itself, so the epistemic part is 0 until n_samples is at least 2. {entropy}")
+    gap = " ".join(with_se(result, "gap", result.gap, sign=True))
+    spread = (f"Each of the {facts.samples()} gives its own P(positive), from {lo:.2f} to {hi:.2f}. Averaging "
+              f"them gives **E[f(z)] = {mc:.3f}** (green, the model's answer: {verdict}).")
+    if facts.dropout:      # the randomness is in the dropout masks, whose mean keeps every unit (bam_viz.gaps)
+        return (f"{spread} Dropout makes this model random, not drawn attention weights, so f(E[z]) is the "
+                f"deterministic pass, dropout off: {softmax_says}, on the red dashes. The gap, {gap}, is what "
+                f"averaging over dropout masks changes. {entropy}")
+    gap_softmax = " ".join(with_se(result, "gap_softmax", result.gap_softmax, sign=True))
+    return (f"{spread} One pass at their mean attention E[w] gives **f(E[w]) = {mean_attention:.3f}** (red "
+            f"dashes: Deng et al.'s f(E[z])); BAM's deterministic pass, every stochastic layer at softmax(ψ), "
+            f"gives {softmax_says}. The headline's gap E[f(z)] − f(E[w]) = {gap} is Jensen's gap at the mean "
+            f"of the sampled attention; E[f(z)] − f(softmax) = {gap_softmax} is what predicting with the "
+            f"deterministic pass gives up. The two differ by f(E[w]) − f(softmax) = "
+            f"{signed(mean_attention - softmax)}, the shift of the weights' mean away from softmax(ψ). {entropy}")
 
 
 def uncertainty_verdict(result: ExplainResult) -> str:
     """One plain sentence on how much uncertainty there is and where it comes from."""
-    total, epistemic = result.predictive_entropy, result.mutual_information
+    aleatoric, epistemic, total = _entropy_parts(result)
     if total < CONFIDENT_NATS:
         return "The model is sure of this sentence."
-    if epistemic >= total - epistemic:
+    if epistemic >= aleatoric:
         return "Most of the doubt comes from attention: the samples read the sentence differently."
     return "Most of the doubt is shared by every sample: the model finds the sentence itself mixed."
 
@@ -854,7 +944,7 @@ def _se_digits(se: float | None, digits: int = 3) -> int:
 
 
 def _samples_needed(quantity: str) -> int:
-    return 3 if quantity == "mutual_information" else 2       # the jackknife leaves one out of >= 2
+    return 3 if quantity == "mutual_information" else 2       # a spread needs 2; the MI jackknife, 3
 
 
 def with_se(result: ExplainResult, quantity: str, value: float, sign: bool = False) -> tuple[str, str]:
@@ -885,8 +975,8 @@ def se_help(result: ExplainResult, quantity: str) -> str:
 
 
 def monte_carlo_caption(result: ExplainResult) -> str:
-    """Under the headline: whether the gap can be told from zero (|gap| against 2 SE of the paired
-    difference), or why the errors are missing."""
+    """Under the headline: whether Deng's gap E[f(z)] - f(E[w]) can be told from zero (|gap| against
+    2 of its delta-method SE, `result.se.gap`), or why the errors are missing."""
     se = result.se
     if not result.stochastic_layers:
         return "Deterministic attention: every number above is exact, with no Monte Carlo error."
@@ -896,10 +986,12 @@ def monte_carlo_caption(result: ExplainResult) -> str:
                 "Raise n_samples.")
     two_se = f"{2 * se.gap:.{_se_digits(2 * se.gap)}f}"
     if result.gap_distinguishable:
-        text = f"Values are ± 1 SE. The gap is distinguishable from zero (|gap| > 2 SE = {two_se})."
+        text = (f"Values are ± 1 SE. The gap E[f(z)] − f(E[w]) is distinguishable from zero "
+                f"(|gap| > 2 SE = {two_se}).")
     else:
-        text = (f"Values are ± 1 SE. The gap is not distinguishable from zero (|gap| ≤ 2 SE = {two_se}): "
-                "its sign cannot be told from Monte Carlo noise; the SE shrinks as 1/√n_samples.")
+        text = (f"Values are ± 1 SE. The gap E[f(z)] − f(E[w]) is not distinguishable from zero "
+                f"(|gap| ≤ 2 SE = {two_se}): its sign cannot be told from Monte Carlo noise; the SE shrinks "
+                "as 1/√n_samples.")
     if se.mutual_information is None:
         text += " The mutual information's ± SE (a jackknife) needs at least 3 samples."
     return text
@@ -907,28 +999,37 @@ def monte_carlo_caption(result: ExplainResult) -> str:
 
 # ---- the sweep: prediction and doubt over a slider's whole range --------------------------------
 def sweep_figure(sweep, current: float | None = None) -> go.Figure:  # sweep: a bam_viz.sweep.Sweep
-    """P(positive) by E[f(z)] (with a band of +/- 2 Monte Carlo standard errors) and by f(E[z]),
-    and the mutual information, against the swept hyperparameter; the current and the trained
-    values marked. Two rows sharing the x axis (log for a log slider)."""
+    """P(positive) by E[f(z)] (with a band of +/- 2 Monte Carlo standard errors), by f(E[w]) (at
+    the samples' mean attention) and by f(softmax) (the deterministic pass), and the mutual
+    information (bias-corrected by the jackknife from 3 samples), against the swept hyperparameter;
+    the current and the trained values marked. Two rows sharing the x axis (log for a log slider)."""
     x = _np(sweep.values)
-    mc, se, mf = _np(sweep.p_mc), _np(sweep.p_mc_se), _np(sweep.p_mean_field)
-    mi = np.clip(_np(sweep.mutual_information), 0.0, None)
+    mc, se = _np(sweep.p_mc), _np(sweep.p_mc_se)
+    mean_attention, softmax = _np(sweep.p_mean_attention), _np(sweep.p_softmax)
+    mi_value = _np(sweep.mutual_information)
+    mi = np.clip(mi_value, 0.0, None)           # drawn from 0; the hover says the estimate itself
     lo, hi = np.clip(mc - 2 * se, 0.0, 1.0), np.clip(mc + 2 * se, 0.0, 1.0)
     name = html.escape(sweep.name)
+    mi_name = f"mutual information (nats), {mi_estimator(sweep.n_samples)}"
     data = [
         {"type": "scatter", "x": np.concatenate([x, x[::-1]]), "y": np.concatenate([hi, lo[::-1]]),
          "fill": "toself", "fillcolor": "rgba(44,160,44,0.18)", "line": {"width": 0}, "hoverinfo": "skip",
-         "name": "E[f(z)] ± 2 SE", "xaxis": "x", "yaxis": "y"},
-        {"type": "scatter", "x": x, "y": mc, "mode": "lines+markers", "name": "E[f(z)]: average over samples",
+         "name": LABELS["mc_band"], "xaxis": "x", "yaxis": "y"},
+        {"type": "scatter", "x": x, "y": mc, "mode": "lines+markers", "name": PREDICTION_MC,
          "line": {"color": MC_COLOUR, "width": 3}, "marker": {"size": 5},
          "customdata": np.stack([se], -1),
          "hovertemplate": f"{name} = %{{x:.3g}}<br>E[f(z)] = %{{y:.3f}} ± %{{customdata[0]:.3f}}<extra></extra>"},
-        {"type": "scatter", "x": x, "y": mf, "mode": "lines", "name": "f(E[z]): mean attention",
-         "line": {"color": MEAN_FIELD_COLOUR, "width": 2, "dash": "dash"},
-         "hovertemplate": f"{name} = %{{x:.3g}}<br>f(E[z]) = %{{y:.3f}}<extra></extra>"},
-        {"type": "scatter", "x": x, "y": mi, "mode": "lines+markers", "name": "mutual information (nats)",
+        {"type": "scatter", "x": x, "y": mean_attention, "mode": "lines", "name": LABELS["mean_attention"],
+         "line": {"color": MEAN_ATTENTION_COLOUR, "width": 2, "dash": "dash"},
+         "hovertemplate": f"{name} = %{{x:.3g}}<br>f(E[w]) = %{{y:.3f}}<extra></extra>"},
+        {"type": "scatter", "x": x, "y": softmax, "mode": "lines", "name": LABELS["softmax"],
+         "line": {"color": SOFTMAX_COLOUR, "width": 2, "dash": "dot"},
+         "hovertemplate": f"{name} = %{{x:.3g}}<br>f(softmax) = %{{y:.3f}}<extra></extra>"},
+        {"type": "scatter", "x": x, "y": mi, "mode": "lines+markers", "name": mi_name,
          "line": {"color": "#ff8a65", "width": 2}, "marker": {"size": 5}, "xaxis": "x", "yaxis": "y2",
-         "hovertemplate": f"{name} = %{{x:.3g}}<br>I = %{{y:.4f}} nats<extra></extra>"},
+         "customdata": np.stack([mi_value], -1),
+         "hovertemplate": f"{name} = %{{x:.3g}}<br>I = %{{customdata[0]:.4f}} nats"
+                          f"<extra>{mi_estimator(sweep.n_samples)}</extra>"},
     ]
     shapes, notes = [], []
     marks = [(sweep.trained, "trained", "dot"), (current, "now", "solid")]
@@ -948,27 +1049,29 @@ def sweep_figure(sweep, current: float | None = None) -> go.Figure:  # sweep: a 
     top_mi = max(float(mi.max(initial=0.0)) * 1.15, 0.01)
     return _figure(data, _margin(_layout(
         f"P(positive) and the mutual information at every {name} ({sweep.n_samples} samples, seed {sweep.seed})",
-        400, shapes=shapes, annotations=notes,
+        440, shapes=shapes, annotations=notes,
         xaxis=xaxis,
         yaxis=_axis(title={"text": "P(positive)"}, range=[-0.02, 1.02], domain=[0.42, 0.92]),
         yaxis2=_axis(title={"text": "MI (nats)"}, range=[0, top_mi], domain=[0.0, 0.3]),
-    ), l=70, b=50, t=95))
+    ), l=70, b=50, t=135))
 
 
 def sweep_caption(sweep, current: float | None = None) -> str:
     """What the sweep shows, read off its numbers: where the samples start to disagree."""
     name = sweep.name
     mi = np.asarray(sweep.mutual_information)
+    how = mi_estimator(sweep.n_samples)
     peak = int(np.argmax(mi))
     where = (f"The samples disagree most at {name} = {sweep.values[peak]:.3g} "
-             f"(mutual information {mi[peak]:.3f} nats)" if mi[peak] > 1e-3 else
+             f"(mutual information {mi[peak]:.3f} nats, {how})" if mi[peak] > 1e-3 else
              "The samples agree everywhere on this range (mutual information under 0.001 nats)")
     now = ""
     if current is not None:
         i = sweep.nearest(current)
-        now = (f"; at {name} ≈ {sweep.values[i]:.3g}, E[f(z)] = {sweep.p_mc[i]:.3f} ± {sweep.p_mc_se[i]:.3f} "
-               f"and f(E[z]) = {sweep.p_mean_field[i]:.3f}")
+        now = (f"; at {name} ≈ {sweep.values[i]:.3g}, E[f(z)] = {sweep.p_mc[i]:.3f} ± {sweep.p_mc_se[i]:.3f}, "
+               f"f(E[w]) = {sweep.p_mean_attention[i]:.3f} and f(softmax) = {sweep.p_softmax[i]:.3f}")
     return (f"Green: E[f(z)], the average over {count(sweep.n_samples, 'attention sample')}, with a band of "
-            f"± 2 Monte Carlo standard errors; red dashes: f(E[z]), one pass at the mean attention; "
-            f"orange: the mutual information. {where}{now}. Where the red line leaves the green band, "
-            f"averaging over attention samples changes the answer.")
+            f"± 2 Monte Carlo standard errors; red dashes: f(E[w]), one pass at the samples' mean attention; "
+            f"purple dots: f(softmax), the deterministic pass; orange: the mutual information. "
+            f"{where}{now}. Where the red line leaves the green band, averaging predictions is not predicting "
+            f"at the mean attention; where the purple one does, the deterministic pass is not the model's answer.")

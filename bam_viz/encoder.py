@@ -17,7 +17,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from bam_viz.attention import AttentionConfig, AttentionTrace, BayesianAttention, Mode, Trace, dropout, tile
+from bam_viz.attention import AttentionConfig, AttentionTrace, BayesianAttention, Mode, Trace, dropout, probed, tile
 from bam_viz.families import Hyper
 
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
@@ -274,6 +274,7 @@ class AlignmentAttention(SelfAttention):
         hyper = self.core.resolve(hyper)
         pz = (self.core.family.sample(log_pz, hyper, None, generator) if mode is Mode.SAMPLE
               else log_pz.exp())                                                           # (B, T)
+        pz = probed(self.core, pz[:, None, None, :])[:, 0, 0]       # the alignment as a [CLS] weight row
         context = torch.einsum("bt,bhtd->bhd", pz, v).reshape(B, 1, H * d)
         if trace is Trace.NONE:
             return context, None
@@ -282,7 +283,7 @@ class AlignmentAttention(SelfAttention):
         mean_w, w = full.clone(), full.clone()
         mean_w[:, :, 0] = log_pz.exp()[:, None]
         w[:, :, 0] = pz[:, None]
-        return context, AttentionTrace(scores=full, mean_weights=mean_w, weights=w, prior_weights=mean_w,
+        return context, AttentionTrace(scores=full, softmax_weights=mean_w, weights=w, prior_weights=mean_w,
                                        prior_sample_weights=w, kl=log_pz.new_zeros(B, H))
 
 

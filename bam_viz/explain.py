@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import torch
 
+from bam_viz import gaps
 from bam_viz.attention import Mode, Trace
 from bam_viz.cache import CACHE, WORK, explain_bytes
 from bam_viz.families import Hyper
@@ -120,7 +121,8 @@ def lower_states(model, text: str) -> LowerStates:
 def explain(model, text: str, n_samples: int = 32, seed: int = 0, hyper: Hyper | None = None,
             cache: bool = True) -> ExplainResult:
     """The `ExplainResult` of `model` on one sentence: S attention samples from a generator seeded
-    with `seed` (consumed exactly as `predict` consumes it), the mean-attention pass, the prior,
+    with `seed` (consumed exactly as `predict` consumes it), the deterministic (softmax) pass, the
+    pass at the samples' mean weights with each sample's slope there (`bam_viz.gaps`), the prior,
     KL and the distributions' parameters per layer. `hyper`: the model's hyperparameters with
     any overrides (`model.hyper(...)`); None is the trained values. `cache` False: do not keep the
     S-sample pass for a later call (the live grid's frames are each made once).
@@ -153,13 +155,21 @@ def _explain(model, lower: LowerStates, n_samples: int, seed: int, hyper: Hyper,
     if hit is None:
         g = torch.Generator(device=model.device).manual_seed(seed)
         logits, traces, _ = model.upper(x, mask, n_samples=S, generator=g, hyper=hyper, trace=Trace.SAMPLES)
-        hit = model.explain_cache.sampled.put(key, (logits, traces)) if cache else (logits, traces)
-    logits, traces = hit
+        # f(E[w]) and its slopes read the sampled weights alone: kept with them.
+        drawn = {i: traces[i - len(lower_traces)].weights for i in gaps.attention_random_layers(model)}
+        mean_pass = gaps.mean_attention_probs(model, x, mask, drawn, hyper) if drawn else None
+        hit = (logits, traces, mean_pass)
+        if cache:
+            hit = model.explain_cache.sampled.put(key, hit)
+    logits, traces, mean_pass = hit
     mf_logits, mf_traces, _ = model.upper(x, mask, mode=Mode.MEAN, hyper=hyper, trace=Trace.STATS)
-    sample_probs = logits.softmax(-1).float()                                   # (S, 2)
+    sample_probs = logits.softmax(-1).float()                                   # (S, C)
+    softmax_probs = mf_logits.softmax(-1)[0].float()
+    # No attention drawn (MC dropout, softmax): E[z] keeps the deterministic pass (bam_viz.gaps).
+    mean_attention_probs, slopes = mean_pass if mean_pass is not None else (softmax_probs, None)
 
     has_prior = family.stochastic    # a deterministic family has no prior: prior panels repeat the posterior
-    alias = {} if has_prior else {"prior_weights": "mean_weights", "prior_sample_weights": "weights"}
+    alias = {} if has_prior else {"prior_weights": "softmax_weights", "prior_sample_weights": "weights"}
 
     # Prior draws are made when a chart asks for them, one (layer, head) at a time (PriorDraws);
     # the sampled pass above drew only the posterior's numbers, as predict() does.
@@ -170,13 +180,13 @@ def _explain(model, lower: LowerStates, n_samples: int, seed: int, hyper: Hyper,
         attr = alias.get(attr, attr)
         rows = []
         for t in lower_traces:
-            w = t.mean_weights[0]
+            w = t.softmax_weights[0]
             rows.append(w.expand(S, *w.shape) if sampled else w)
         for i, (t, mf) in enumerate(zip(traces, mf_traces, strict=True), start=len(lower_traces)):
             if i in skip:
                 rows.append(None)
             elif sampled:
-                w = getattr(t, attr) if i in stochastic_layers else t.mean_weights
+                w = getattr(t, attr) if i in stochastic_layers else t.softmax_weights
                 rows.append(w if w.shape[0] == S else w.expand(S, *w.shape[1:]))
             else:
                 rows.append(getattr(mf, attr)[0])
@@ -189,8 +199,9 @@ def _explain(model, lower: LowerStates, n_samples: int, seed: int, hyper: Hyper,
                    enumerate(layer_rows("prior_sample_weights", True, skip=lazy_prior)) if w is not None}
     prior_draws = PriorDraws(eager_prior, lazy_prior, seed, family, hyper)
 
-    kl = torch.stack([torch.zeros_like(t.kl[0]) for t in lower_traces]
-                     + [mf.kl[0] for mf in mf_traces]).float().cpu()
+    # float64: a Dirichlet KL at a small concentration exceeds float32's range (bam_viz.kl)
+    kl = torch.stack([torch.zeros_like(t.kl[0]).double() for t in lower_traces]
+                     + [mf.kl[0].double() for mf in mf_traces]).cpu()
     post, prior = {}, {}
     if family.has_density:
         for name in mf_traces[0].posterior_params:
@@ -210,10 +221,11 @@ def _explain(model, lower: LowerStates, n_samples: int, seed: int, hyper: Hyper,
         tokens=tokens, classes=list(CLASSES), model_name=model.name, family=model.family,
         stochastic_layers=list(stochastic_layers) if model.stochastic else [],
         hyper=dict(hyper), n_samples=S, seed=seed, truncated=truncated,
-        sample_weights=per_layer("weights", True), mean_weights=per_layer("mean_weights", False),
+        sample_weights=per_layer("weights", True), softmax_weights=per_layer("softmax_weights", False),
         prior_weights=per_layer("prior_weights", False), prior_sampler=prior_draws, kl=kl,
-        sample_probs=sample_probs.cpu(), mc_probs=sample_probs.mean(0).cpu(),
-        mean_field_probs=mf_logits.softmax(-1)[0].float().cpu(),
+        sample_probs=sample_probs.cpu(), mc_probs=sample_probs.mean(0).cpu(), softmax_probs=softmax_probs.cpu(),
+        mean_attention_probs=mean_attention_probs.float().cpu(),
+        mean_attention_slopes=None if slopes is None else slopes.cpu(),
         posterior_params=post, prior_params=prior, notes=notes,
     )
 

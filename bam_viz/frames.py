@@ -35,11 +35,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bam_viz.result import monte_carlo_errors
-
-MAP_SAMPLES = 4                 # sampled maps drawn beside the mean and std maps
-STATS = ("p_mc", "p_se", "p_mean_field", "gap", "gap_se", "mi", "mi_se", "expected_entropy")
-MAP_KINDS = ("std", "q05", "q95")   # per frame, then MAP_SAMPLES sampled maps; the mean map is per grid
+MAP_SAMPLES = 3                 # sampled maps drawn beside the mean, softmax and std maps: two rows of three
+# The headline's numbers per frame (`bam_viz.gaps` defines them): E[f(z)] and its SE; f(E[w]) and
+# Deng's gap with its jackknife SE; f(softmax) and the gap against it with its paired SE; the
+# bias-corrected mutual information, its SE and the interval shown; the expected entropy.
+STATS = ("p_mc", "p_se", "p_mean_attention", "gap", "gap_se", "p_softmax", "gap_softmax", "gap_softmax_se",
+         "mi", "mi_se", "mi_lo", "mi_hi", "expected_entropy")
+# Per frame and stochastic layer: the Monte Carlo mean of the sampled weights, their std, 5% and 95%
+# quantiles, then MAP_SAMPLES sampled maps. The softmax map (the deterministic pass) is per grid.
+MAP_KINDS = ("mean", "std", "q05", "q95")
 WORKER_NICE = 19                # the worker's niceness: any request of the server's runs before it
 WORKER_THREADS = 2              # frames made at once in the worker: this machine's cores
 WORKER_WORK_MB = 192            # the worker's own working-memory budget ($BAM_VIZ_WORK_MB there)
@@ -57,19 +61,20 @@ class Frame:
     p_samples: np.ndarray           # (S,) P(positive) of each attention sample
     spread: np.ndarray              # (L, H)
     kl: np.ndarray                  # (B, L, H) KL(q || prior) at every prior value, nats
-    maps: dict                      # stochastic layer -> (H, 3 + MAP_SAMPLES', W, W) float16, MAP_KINDS then samples
+    maps: dict                      # stochastic layer -> (H, 4 + MAP_SAMPLES', W, W) float16, MAP_KINDS then samples
 
 
 @dataclass(frozen=True)
 class FrameParts:
-    """A frame before its KL table (which the grid adds from its mean pass), and, when asked for,
-    the mean weights of the posterior and the prior (L, H, T, T): the same at every slider value."""
+    """A frame before its KL table (which the grid adds from its deterministic pass), and, when asked
+    for, the softmax weights of the deterministic pass and the prior's pi (L, H, T, T): the same at
+    every slider value."""
 
     stats: np.ndarray
     p_samples: np.ndarray
     spread: np.ndarray
     maps: dict
-    mean_weights: torch.Tensor | None = None
+    softmax_weights: torch.Tensor | None = None
     prior_weights: torch.Tensor | None = None
 
 
@@ -95,14 +100,15 @@ def _nan(x: float | None) -> float:
 def make_frame(model, text: str, n_samples: int, seed: int, hyper: dict, window: list[int],
                weights: bool = False) -> FrameParts:
     """`explain()` at `hyper`, reduced to a frame: the headline's estimates and Monte Carlo errors,
-    each sample's P(positive), the spread, and every stochastic head's std, 5% and 95% maps and
-    MAP_SAMPLES sampled maps in the token `window`."""
+    each sample's P(positive), the spread, and every stochastic head's mean, std, 5% and 95% maps
+    and MAP_SAMPLES sampled maps in the token `window`."""
     r = model.explain(text, n_samples=n_samples, seed=seed, cache=False, **hyper)
-    pos = r.positive_index
-    se = monte_carlo_errors(r.sample_probs.double().numpy(), float(r.mean_field_probs[pos]), pos,
-                            bool(r.stochastic_layers))
-    stats = np.array([float(r.mc_probs[pos]), _nan(se.p_positive), float(r.mean_field_probs[pos]), r.gap,
-                      _nan(se.gap), r.mutual_information, _nan(se.mutual_information), r.expected_entropy])
+    pos, se = r.positive_index, r.se
+    mi_lo, mi_hi = r.mutual_information_interval or (None, None)
+    stats = np.array([float(r.mc_probs[pos]), _nan(se.p_positive), float(r.mean_attention_probs[pos]), r.gap,
+                      _nan(se.gap), float(r.softmax_probs[pos]), r.gap_softmax, _nan(se.gap_softmax),
+                      r.mutual_information, _nan(se.mutual_information), _nan(mi_lo), _nan(mi_hi),
+                      r.expected_entropy])
     idx = torch.tensor(window)
     maps = {}
     for layer in r.stochastic_layers:
@@ -111,11 +117,12 @@ def make_frame(model, text: str, n_samples: int, seed: int, hyper: dict, window:
         # NumPy: torch's std over a strided first dimension took 6 ms of a frame's ~100
         std = torch.from_numpy(w.numpy().std(0, ddof=1)) if S > 1 else torch.zeros_like(w[0])
         q = quantiles(w, (0.05, 0.95))
-        parts = [std, q[0], q[1], *w[:MAP_SAMPLES]]
+        mean = r.posterior_mean_weights[layer][:, idx][:, :, idx]                  # (H, W, W)
+        parts = [mean, std, q[0], q[1], *w[:MAP_SAMPLES]]
         maps[layer] = torch.stack(parts, 1).half().numpy()                        # (H, K, W, W)
     return FrameParts(stats=stats, p_samples=r.sample_probs[:, pos].double().numpy(),
                       spread=r.spread.double().numpy(), maps=maps,
-                      mean_weights=r.mean_weights.clone() if weights else None,
+                      softmax_weights=r.softmax_weights.clone() if weights else None,
                       prior_weights=r.prior_weights.clone() if weights else None)
 
 

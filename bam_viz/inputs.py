@@ -67,7 +67,7 @@ def check_n_samples(n_samples, upper: int | None = None) -> int:
 
 
 def check_batch_size(batch_size) -> int:
-    """An int of at least 1 (how many texts `predict_samples` / `predict_mean_field` run at once)."""
+    """An int of at least 1 (how many texts `predict_samples` / `predict_softmax` run at once)."""
     b = _integer(batch_size, "batch_size")
     if b < 1:
         raise ValueError(f"batch_size must be at least 1, got {shown(b)}")

@@ -11,10 +11,10 @@ every prior value). Frames are made nearest to the current value first, by a poo
 
 What depends on the prior-only slider alone is cheap and made when the payload is packed: the
 prior's draws for the selected query, its density, and the KL, which is closed form in the
-mean-attention pass. That pass does not read the hyperparameters (Mode.MEAN uses the softmax
-weights in every layer, whatever k), so one pass serves every (posterior, prior) pair. The prior's
-bars here use the mean-attention pass's prior, like the prior-mean bars, where `explain()` draws
-the prior of each sample's keys above the first stochastic layer (for the first, the two agree).
+deterministic pass. That pass does not read the hyperparameters (Mode.MEAN uses softmax(psi) in
+every layer, whatever k), so one pass serves every (posterior, prior) pair. The prior's bars here
+use that pass's prior, where `explain()` draws the prior of each sample's keys above the first
+stochastic layer (for the first, the two agree).
 
 `summary_payload` and `inside_payload` pack what the page's two chart components draw: a
 little-endian uint32 header length, a UTF-8 JSON header naming the arrays (`offset` in bytes,
@@ -24,6 +24,7 @@ multiple of 4, then the arrays.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import logging
@@ -53,12 +54,15 @@ from bam_viz.frames import (
     quantiles,
 )
 from bam_viz.inputs import check_n_samples, check_seed, check_text
+from bam_viz.labels import LABELS
 from bam_viz.result import log10_density, log10_range
 
 POSTERIOR_PER_DECADE = 12       # the posterior's log slider: ~21% steps (46 values for shape_k, with the trained 3)
 PRIOR_PER_DECADE = 4            # the prior-only log slider: ~78% steps (33 values for beta)
 LINEAR_POINTS = {"posterior": 61, "prior": 31}
 DENSITY_POINTS = 160
+# The maps panel's first maps (title, colour scale), then the sampled ones.
+MAP_PANELS = ((LABELS["posterior_mean"], "weight"), (LABELS["softmax_weights"], "weight"), (LABELS["std"], "std"))
 WORKERS = 2                     # frames made at once: this machine's cores
 IDLE_S = 5.0                    # a grid nobody asked about for this long stops making frames
 
@@ -125,16 +129,16 @@ class LiveGrid:
         self._memo: dict[str, dict] = {}
         self.touched = time.monotonic()
         self.started = False
-        self._mean_pass(lower)
-        # From the first frame made: the posterior's and the prior's mean weights, (L, H, T, T) each,
-        # which no hyperparameter moves. Not the whole explain() result: its S sampled maps of every
-        # layer and head would stay alive with the grid (hundreds of MB at 128 tokens, 64 samples).
-        self.mean_weights: torch.Tensor | None = None
+        self._softmax_pass(lower)
+        # From the first frame made: the deterministic pass's softmax weights and the prior's pi,
+        # (L, H, T, T) each, which no hyperparameter moves. Not the whole explain() result: its S
+        # sampled maps of every layer and head would stay alive with the grid.
+        self.softmax_weights: torch.Tensor | None = None
         self.prior_weights: torch.Tensor | None = None
 
-    # ---- the one mean-attention pass -------------------------------------------------------------
+    # ---- the one deterministic pass --------------------------------------------------------------
     @torch.inference_mode()
-    def _mean_pass(self, lower) -> None:
+    def _softmax_pass(self, lower) -> None:
         model = self.model
         _, traces, _ = model.upper(lower.x, lower.mask, mode=Mode.MEAN, hyper=self.base, trace=Trace.STATS)
         first = len(lower.traces)
@@ -178,14 +182,14 @@ class LiveGrid:
         if hit is not None:
             return hit
         return self._store(i, make_frame(self.model, self.text, self.n_samples, self.seed, dict(self.hyper_at(i, None)),
-                                         self.window, weights=self.mean_weights is None))
+                                         self.window, weights=self.softmax_weights is None))
 
     def _store(self, i: int, parts: FrameParts) -> Frame:
         made = Frame(stats=parts.stats, p_samples=parts.p_samples, spread=parts.spread, kl=self.kl_table(i),
                      maps=parts.maps)
         with self._lock:
-            if self.mean_weights is None and parts.mean_weights is not None:
-                self.mean_weights, self.prior_weights = parts.mean_weights, parts.prior_weights
+            if self.softmax_weights is None and parts.softmax_weights is not None:
+                self.softmax_weights, self.prior_weights = parts.softmax_weights, parts.prior_weights
             self.frames[i] = made
         return made
 
@@ -198,7 +202,7 @@ class LiveGrid:
             return
         try:
             parts = worker.submit(self.model, self.text, self.n_samples, self.seed, dict(self.hyper_at(i, None)),
-                                  self.window, weights=self.mean_weights is None).result(FRAME_TIMEOUT_S)
+                                  self.window, weights=self.softmax_weights is None).result(FRAME_TIMEOUT_S)
         except (WorkerGone, TimeoutError):  # killed, out of memory, stuck: made here; the next job starts a new one
             self.frame(i)
             return
@@ -257,25 +261,26 @@ class LiveGrid:
 
     # ---- what depends on the selected layer, head, query and key ---------------------------------
     def posterior_row(self, i: int, layer: int, head: int, query: int) -> np.ndarray:
-        """(3, W) the posterior mean weights of `query` over the window's keys, and their 5% and 95%
-        quantiles over the samples."""
+        """(4, W) over the window's keys, for `query`: the Monte Carlo mean of the sampled weights,
+        their 5% and 95% quantiles, and the deterministic pass's softmax weights."""
         frame, w = self.frames[i], self.window
-        mean = self.mean_weights[layer, head, query][w].double().numpy()
+        softmax = self.softmax_weights[layer, head, query][w].double().numpy()
         if frame is None or layer not in frame.maps:
-            return np.stack([mean, mean, mean])
+            return np.stack([softmax, softmax, softmax, softmax])
         row = w.index(query) if query in w else 0
-        m = frame.maps[layer][head]
-        return np.stack([mean, m[1, row].astype(float), m[2, row].astype(float)])
+        m = frame.maps[layer][head].astype(float)
+        return np.stack([m[0, row], m[2, row], m[3, row], softmax])
 
     def prior_rows(self, layer: int, head: int, query: int) -> np.ndarray:
-        """(B, 3, W) the prior mean over the window's keys and its draws' 5% and 95% quantiles, at
-        every prior value (the prior is the same for every query); made once per selection."""
+        """(B, 4, W) over the window's keys, at every prior value (the prior is the same for every
+        query): the mean of the prior's normalised draws, their 5% and 95% quantiles, and pi; made
+        once per selection."""
         return self.memo("prior_rows", (layer, head, query), lambda: self._prior_rows(layer, head, query))
 
     def _prior_rows(self, layer: int, head: int, query: int) -> np.ndarray:
         w = self.window
-        mean = self.prior_weights[layer, head, query][w].double().numpy()
-        out = np.tile(np.stack([mean, mean, mean]), (len(self.prior_values), 1, 1))
+        pi = self.prior_weights[layer, head, query][w].double().numpy()
+        out = np.tile(np.stack([pi, pi, pi, pi]), (len(self.prior_values), 1, 1))
         if layer not in self.scored or not self.family.learned_prior or self.n_samples < 2:
             return out
         log_pi = self.log_pi[self.scored.index(layer), head]                           # (1, T)
@@ -284,14 +289,15 @@ class LiveGrid:
             for j in range(len(self.prior_values)):
                 g = torch.Generator(device=log_pi.device).manual_seed(PriorDraws.stream_seed(self.seed, layer, head))
                 draws = self.family.sample_prior(log_pi.expand(S, 1, 1, T), self.hyper_at(0, j), None, g)
-                q = quantiles(draws[:, 0, 0].double(), (0.05, 0.95))
-                out[j, 1], out[j, 2] = q[0, w].numpy(), q[1, w].numpy()
+                drawn = draws[:, 0, 0].double()
+                q = quantiles(drawn, (0.05, 0.95))
+                out[j, 0], out[j, 1], out[j, 2] = drawn.mean(0)[w].numpy(), q[0, w].numpy(), q[1, w].numpy()
         return out
 
     def densities(self, layer: int, head: int, query: int, key: int) -> tuple[np.ndarray, np.ndarray] | None:
         """Densities of log10 S_ij for one query and key: (G, 2 + P) under q at every posterior
         value and (B, 2 + P) under the prior at every prior value, each row [lo, hi, density at P
-        points from lo to hi]; None where the layer has no density. They come from the mean pass,
+        points from lo to hi]; None where the layer has no density. They come from the deterministic pass,
         not from the frames, so they are made once per selection (SciPy takes ~1 ms a curve, with
         the GIL held: the page's polls would otherwise slow the workers down)."""
         if layer not in self.scored or not self.family.has_density:
@@ -348,9 +354,10 @@ def sweep_of(grid: LiveGrid):
     stats = np.stack([grid.frames[i].stats for i in made])
     col = {name: stats[:, k] for k, name in enumerate(STATS)}
     return Sweep(name=grid.posterior_spec.name, values=np.asarray([grid.values[i] for i in made]),
-                 p_mc=col["p_mc"], p_mc_se=col["p_se"], p_mean_field=col["p_mean_field"],
-                 mutual_information=col["mi"], trained=grid.model.trained_hyper.get(grid.posterior_spec.name),
-                 scale=grid.posterior_spec.scale, n_samples=grid.n_samples, seed=grid.seed)
+                 p_mc=col["p_mc"], p_mc_se=col["p_se"], p_mean_attention=col["p_mean_attention"],
+                 p_softmax=col["p_softmax"], mutual_information=col["mi"],
+                 trained=grid.model.trained_hyper.get(grid.posterior_spec.name), scale=grid.posterior_spec.scale,
+                 n_samples=grid.n_samples, seed=grid.seed)
 
 
 class FrameScheduler:
@@ -373,6 +380,7 @@ class FrameScheduler:
         self.front = 0                            # requests being answered now (`foreground`)
         self._worker: FrameWorker | None = None
         self._mode: str | None = None
+        self._stopping = False                    # `stop`: no new frame starts
 
     @property
     def worker(self) -> FrameWorker | None:
@@ -408,6 +416,8 @@ class FrameScheduler:
             self._turns = deque(t for t in self._turns if t[0] is not grid)
             if order:
                 self._turns.append((grid, deque(order)))
+            if not self._threads:
+                atexit.register(self.stop)
             while len(self._threads) < self.workers:
                 t = threading.Thread(target=self._run, name=f"bam-viz-live-{len(self._threads)}", daemon=True)
                 self._threads.append(t)
@@ -449,13 +459,15 @@ class FrameScheduler:
         lower_priority()
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: bool(self._turns))
+                self._cond.wait_for(lambda: bool(self._turns) or self._stopping)
+                if self._stopping:
+                    return
                 # Runs first; after YIELD_S a frame starts anyway, so a class that never pauses still
                 # gets its grids (their polling stops only when they are done). A worker process needs
                 # no such wait: the kernel runs it only on a core no request wants.
                 if self._worker is None:
-                    self._cond.wait_for(lambda: self.front == 0, timeout=YIELD_S)
-                job = self._next()
+                    self._cond.wait_for(lambda: self.front == 0 or self._stopping, timeout=YIELD_S)
+                job = None if self._stopping else self._next()
                 if job is None:
                     continue
                 self.busy += 1
@@ -479,6 +491,26 @@ class FrameScheduler:
         with self._cond:
             return not self._turns and not self.busy
 
+    def stop(self, timeout: float | None = None) -> bool:
+        """For good, at interpreter exit (registered with atexit when the threads start): no new frame
+        starts, the frames being made finish (for up to STOP_TIMEOUT_S), the threads end, then the
+        worker process is closed. A daemon thread still inside torch when Python finalizes is ended
+        by a forced unwind through torch's C++ frames, which aborts the process ("terminate called
+        without an active exception"). True when every thread ended."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+            threads = list(self._threads)
+        deadline = time.monotonic() + (STOP_TIMEOUT_S if timeout is None else timeout)
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        ended = not any(t.is_alive() for t in threads)
+        if not ended:
+            logging.getLogger(__name__).warning("bam-viz: a background frame was still being made at exit")
+        elif self._worker is not None:  # not before: a frame whose worker is gone is made in this process
+            self._worker.close()
+        return ended
+
 
 FRAMES = FrameScheduler()
 
@@ -491,6 +523,7 @@ SERVER_NICE_ENV = "BAM_VIZ_SERVER_NICE"
 SERVER_NICE = 5
 NICE_STEP = 10                   # background frames this much nicer than requests: a ninth of their CPU weight
 YIELD_S = 0.25                   # the longest a background frame waits for requests being answered
+STOP_TIMEOUT_S = 30.0            # at exit, the longest the frames being made are waited for (`FrameScheduler.stop`)
 _server_nice = 0                 # what `server_priority` set
 
 
@@ -600,7 +633,7 @@ def summary_payload(grid: LiveGrid, current: int, extra: dict | None = None) -> 
     ready = grid.ready
     header = {
         "kind": "summary", "id": _digest("summary", id(grid), ready), "ready": ready,
-        "n_samples": S, "seed": grid.seed, "model": grid.model.name, "stats": list(STATS),
+        "n_samples": S, "seed": grid.seed, "model": grid.model.name, "stats": list(STATS), "labels": LABELS,
         "stochastic": bool(grid.stochastic_layers),
         "slider": _slider(grid.posterior_spec, grid.values, grid.model.trained_hyper.get(
             grid.posterior_spec.name) if grid.posterior_spec else None, current),
@@ -617,12 +650,12 @@ def inside_payload(grid: LiveGrid, current: int, prior_current: int, layer: int,
     L, H = grid.model.n_layers, grid.model.n_heads
     W = len(grid.window)
     k = min(MAP_SAMPLES, grid.n_samples)
-    mean_map = grid.mean_weights[layer, head][grid.window][:, grid.window].numpy()
-    maps = np.zeros((G, 2 + k, W, W), dtype=np.float16)
-    maps[:, 0] = mean_map
+    softmax_map = grid.softmax_weights[layer, head][grid.window][:, grid.window].numpy()
+    maps = np.zeros((G, len(MAP_PANELS) + k, W, W), dtype=np.float16)
+    maps[:, 1] = softmax_map
     spread = np.full((G, L, H), np.nan)
     kl = np.full((G, B, L, H), np.nan)
-    post_row = np.full((G, 3, W), np.nan)
+    post_row = np.full((G, 4, W), np.nan)
     for i, f in enumerate(grid.frames):
         if f is None:
             continue
@@ -630,9 +663,9 @@ def inside_payload(grid: LiveGrid, current: int, prior_current: int, layer: int,
         post_row[i] = grid.posterior_row(i, layer, head, query)
         if layer in f.maps:
             m = f.maps[layer][head]
-            maps[i, 1], maps[i, 2:] = m[0], m[3 : 3 + k]
-        else:                                           # deterministic: every sample is the mean
-            maps[i, 2:] = mean_map
+            maps[i, 0], maps[i, 2], maps[i, 3:] = m[0], m[1], m[4 : 4 + k]
+        else:                                  # deterministic: every sample, and so their mean, is softmax
+            maps[i, 0], maps[i, 3:] = softmax_map, softmax_map
     arrays = {"maps": maps, "post_row": _finite(post_row), "prior_row": grid.prior_rows(layer, head, query),
               "spread": _finite(spread), "kl": _finite(kl)}
     densities = grid.densities(layer, head, query, key)
@@ -641,10 +674,13 @@ def inside_payload(grid: LiveGrid, current: int, prior_current: int, layer: int,
     trained = grid.model.trained_hyper
     header = {
         "kind": "inside", "id": _digest("inside", id(grid), grid.ready, layer, head, query, key),
-        "ready": grid.ready, "n_samples": grid.n_samples, "seed": grid.seed,
+        "ready": grid.ready, "n_samples": grid.n_samples, "seed": grid.seed, "labels": LABELS,
+        "float32_limit": FLOAT32_LIMIT,
         "tokens": list(grid.tokens), "window": list(grid.window),
         "layer": layer, "head": head, "query": query, "key": key, "layers": L, "heads": H,
         "stochastic_layers": list(grid.stochastic_layers), "map_samples": k,
+        "map_titles": [title for title, _ in MAP_PANELS] + [f"sample {m + 1}" for m in range(k)],
+        "map_scales": [scale for _, scale in MAP_PANELS] + ["weight"] * k,
         "slider": _slider(grid.posterior_spec, grid.values,
                           trained.get(grid.posterior_spec.name) if grid.posterior_spec else None, current),
         "prior_slider": _slider(grid.prior_spec, grid.prior_values,
@@ -654,6 +690,10 @@ def inside_payload(grid: LiveGrid, current: int, prior_current: int, layer: int,
     return pack(header, arrays)
 
 
+FLOAT32_LIMIT = 3e38            # what a payload's float32 holds: the page shows a value at it as "> 3e38"
+
+
 def _finite(a: np.ndarray) -> np.ndarray:
-    """float32 with NaN kept (the page reads NaN as "not made yet") and infinities clipped."""
-    return np.clip(np.asarray(a, dtype=np.float64), -3e38, 3e38).astype(np.float32)
+    """float32 with NaN kept (the page reads NaN as "not made yet") and values beyond FLOAT32_LIMIT
+    (a Dirichlet KL at a small concentration, infinities) clipped to it."""
+    return np.clip(np.asarray(a, dtype=np.float64), -FLOAT32_LIMIT, FLOAT32_LIMIT).astype(np.float32)

@@ -239,6 +239,14 @@ def mutual_information_jackknife_se(sample_probs: np.ndarray) -> np.ndarray:
     return mutual_information_jackknife(sample_probs)[1]
 
 
+def delta_gap_se(p_samples: np.ndarray, slopes: np.ndarray) -> float:
+    """SE of E[f(z)] - f(E[w]) for one class by the delta method: `p_samples` (S,) f(z_s), `slopes`
+    (S,) l_s = grad f(E[w]) . (w_s - E[w]), f(E[w])'s first-order response to sample s. The gap is
+    then the mean of d_s = f(z_s) - l_s less a constant: SE = sd(d_s) / sqrt(S), ddof 1 (`bam_viz.gaps`)."""
+    d = np.asarray(p_samples, dtype=np.float64) - np.asarray(slopes, dtype=np.float64)
+    return float(d.std(ddof=1) / np.sqrt(d.shape[0]))
+
+
 def paired_bootstrap(
     metric_fn: Callable[[np.ndarray, np.ndarray], float],
     a_inputs: np.ndarray,

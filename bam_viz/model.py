@@ -290,8 +290,9 @@ class BamClassifier(nn.Module):
         return probs.expand(-1, n_samples, -1) if S == 1 else probs
 
     @torch.inference_mode()
-    def predict_mean_field(self, texts: list[str], batch_size: int = 64, **hyper: float) -> torch.Tensor:
-        """(N, 2) f(E[z]): every stochastic layer at its mean attention, dropout off."""
+    def predict_softmax(self, texts: list[str], batch_size: int = 64, **hyper: float) -> torch.Tensor:
+        """(N, 2) f(softmax): the deterministic pass, every stochastic layer at softmax(psi) (the mean
+        of its unnormalised scores, not of its normalised weights: `bam_viz.gaps`), dropout off."""
         texts, batch_size = check_texts(texts), check_batch_size(batch_size)
         resolved = self.hyper(**hyper)
         self.eval()
@@ -313,7 +314,7 @@ class BamClassifier(nn.Module):
 
     def attribute(self, text: str, n_samples: int = 8, seed: int = 0, steps: int = 32, target="positive",
                   layer: int | None = None, **hyper: float) -> Attribution:
-        """Integrated Gradients per token for each attention sample and the mean attention, with
+        """Integrated Gradients per token for each attention sample and the deterministic pass, with
         the attention attribution of `layer` on request: see `bam_viz.attribution.attribute`."""
         return attribute(self, text, n_samples=n_samples, seed=seed, steps=steps, target=target, layer=layer,
                          **hyper)

@@ -207,7 +207,7 @@ def _importance(model, lower, S: int, seed: int, hyper, layer: int) -> LabelPost
                                     trace=Trace.SAMPLES)
     first = model.first_stochastic
     if layer < first:
-        rows = lower.traces[layer].mean_weights[:, :, 0]                          # (1, H, T)
+        rows = lower.traces[layer].softmax_weights[:, :, 0]                          # (1, H, T)
     else:
         rows = traces[layer - first].weights[:, :, 0]                             # (S or 1, H, T)
     rows = rows.double().cpu().expand(S, *rows.shape[1:])                         # (S, H, T)

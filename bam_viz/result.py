@@ -19,49 +19,54 @@ from bam_viz import families, metrics
 
 @dataclass(frozen=True)
 class MonteCarloErrors:
-    """Standard errors of the Monte Carlo estimates in an `ExplainResult`, over its S attention samples.
+    """Standard errors of the Monte Carlo estimates in an `ExplainResult`, over its S attention samples
+    (the estimators are defined in `bam_viz.gaps` and docs/design.md, "The gap").
 
     `p_positive`: E[f(z)], the mean of S values f(z_s)[positive]: sample sd / sqrt(S).
-    `gap`: E[f(z)] - f(E[z]). f(E[z]) is one deterministic pass, so the gap is the mean of the
-    paired differences d_s = f(z_s) - f(E[z]) and its SE is sd(d_s) / sqrt(S): the estimator of
-    the paired difference, numerically equal to the SE of E[f(z)] since f(E[z]) is a constant.
-    `mutual_information`: the jackknife (leave one sample out), `metrics.mutual_information_jackknife_se`.
+    `gap`: E[f(z)] - f(E[w]), Deng et al.'s gap. f(E[w]) is a function of the same S samples, so
+    the SE is the delta method's, from each sample's slope of f(E[w]) (`metrics.delta_gap_se`).
+    `gap_softmax`: E[f(z)] - f(softmax). f(softmax) is one deterministic pass, so the gap is the
+    mean of the paired differences d_s = f(z_s) - f(softmax) and its SE is sd(d_s) / sqrt(S).
+    `mutual_information`: the jackknife SE of the bias-corrected estimate
+    (`metrics.mutual_information_jackknife`).
 
     None means "not estimable": a spread needs two samples of a stochastic model (three for the
-    jackknife, whose one-sample replicates always have MI 0). 0 means exact: a deterministic model
-    (no Monte Carlo at all) or S identical samples (their sample sd is 0). Never NaN.
+    mutual information, whose one-sample replicates always have MI 0). 0 means exact: a
+    deterministic model (no Monte Carlo at all) or S identical samples. Never NaN.
     """
     ESTIMATORS: ClassVar[dict[str, str]] = {
         "p_positive": "sample sd of the S per-sample P(positive) / √S",
-        "gap": "sd of the S paired differences f(z_s) − f(E[z]) / √S",
+        "gap": "delta method: sd of the S differences f(z_s) − ∇f(E[w])·(w_s − E[w]) / √S",
+        "gap_softmax": "sd of the S paired differences f(z_s) − f(softmax) / √S",
         "mutual_information": "jackknife, leaving out one attention sample at a time",
     }
 
     p_positive: float | None
     gap: float | None
+    gap_softmax: float | None
     mutual_information: float | None
     n_samples: int
     estimator: str = "; ".join(f"{k}: {v}" for k, v in ESTIMATORS.items())
 
 
-def monte_carlo_errors(samples: np.ndarray, mean_field: float, positive: int, stochastic: bool) -> MonteCarloErrors:
-    """`MonteCarloErrors` of S per-sample predictive distributions `samples` (S, C), with f(E[z])'s
-    P(positive) `mean_field`; `stochastic` False for a model with no random layer (every error 0)."""
+def monte_carlo_errors(samples: np.ndarray, softmax_p: float, slopes: np.ndarray | None, positive: int,
+                       stochastic: bool) -> MonteCarloErrors:
+    """`MonteCarloErrors` of S per-sample predictive distributions `samples` (S, C), with f(softmax)'s
+    P(positive) `softmax_p` and f(E[w])'s slopes (S, C) (`ExplainResult.mean_attention_slopes`; None
+    where f(E[w]) is the deterministic pass: then both gaps are one); `stochastic` False for a model
+    with no random layer (every error 0)."""
     samples = np.asarray(samples, dtype=np.float64)
     S = samples.shape[0]
     if not stochastic or (S >= 2 and (samples == samples[0]).all()):
-        return MonteCarloErrors(0.0, 0.0, 0.0, S)
+        return MonteCarloErrors(0.0, 0.0, 0.0, 0.0, S)
     if S < 2:
-        return MonteCarloErrors(None, None, None, S)
+        return MonteCarloErrors(None, None, None, None, S)
     p = samples[:, positive]                                                     # (S,)
-    differences = p - mean_field                                                 # (S,) d_s
-    mi = float(metrics.mutual_information_jackknife_se(samples[None])[0]) if S >= 3 else None
-    return MonteCarloErrors(
-        p_positive=float(p.std(ddof=1) / np.sqrt(S)),
-        gap=float(differences.std(ddof=1) / np.sqrt(S)),
-        mutual_information=mi,
-        n_samples=S,
-    )
+    paired = float((p - softmax_p).std(ddof=1) / np.sqrt(S))
+    deng = paired if slopes is None else metrics.delta_gap_se(p, np.asarray(slopes)[:, positive])
+    mi = float(metrics.mutual_information_jackknife(samples[None])[1][0]) if S >= 3 else None
+    return MonteCarloErrors(p_positive=float(p.std(ddof=1) / np.sqrt(S)), gap=deng, gap_softmax=paired,
+                            mutual_information=mi, n_samples=S)
 
 
 @dataclass
@@ -76,19 +81,29 @@ class ExplainResult:
     n_samples: int
     seed: int
     truncated: bool                    # True when the input was cut to the model's maximum length
-    sample_weights: torch.Tensor       # (S, L, H, T, T) sampled attention weights
-    mean_weights: torch.Tensor         # (L, H, T, T) posterior-mean attention (softmax of the scores)
-    prior_weights: torch.Tensor        # (L, H, T, T) prior mean attention (equal to mean_weights where no prior)
+    sample_weights: torch.Tensor       # (S, L, H, T, T) sampled attention weights w_s
+    # (L, H, T, T) softmax(psi) in the deterministic pass: the mean of the unnormalised scores S_ij,
+    # not of the weights (see `posterior_mean_weights`)
+    softmax_weights: torch.Tensor
+    # (L, H, T, T) pi, the prior's normalised mean scores (softmax of the prior logits); softmax_weights
+    # where there is no prior. The mean of its normalised draws for a Gamma (common rate) or Dirichlet
+    # prior; for a Lognormal prior that mean differs (`prior_draws` are what to average).
+    prior_weights: torch.Tensor
     kl: torch.Tensor                   # (L, H) KL(q || prior), summed over queries and keys
-    sample_probs: torch.Tensor         # (S, C) predictive probabilities, one row per attention sample
+    sample_probs: torch.Tensor         # (S, C) predictive probabilities f(z_s), one row per attention sample
     mc_probs: torch.Tensor             # (C,) E[f(z)]: mean of sample_probs
-    mean_field_probs: torch.Tensor     # (C,) f(E[z]): one pass with every stochastic layer at its mean
+    softmax_probs: torch.Tensor        # (C,) f(softmax): the deterministic pass
+    mean_attention_probs: torch.Tensor  # (C,) f(E[w]): every stochastic layer at posterior_mean_weights
     # (S, L, H, T, T) attention drawn from the prior. Give either the tensor or `prior_sampler`,
     # a function (layer, head) -> (S, T, T) that draws one head on demand (explain() does): then
     # `prior_draws` draws only the heads a chart shows, and this attribute is assembled from every
     # head the first time it is read.
     prior_sample_weights: torch.Tensor | None = field(default_factory=lambda: None)
     prior_sampler: Callable[[int, int], torch.Tensor] | None = field(default=None, repr=False, compare=False)
+    # (S, C) float64 grad f_c(E[w]) . (w_s - E[w]): how f(E[w]) moves with each sample, to first
+    # order, for the gap's SE (`bam_viz.gaps`); None where f(E[w]) is the deterministic pass (no
+    # attention is drawn) or S < 2.
+    mean_attention_slopes: torch.Tensor | None = None
     # Parameters of the unnormalised posterior q(S_ij) and of the prior p(S_ij), per layer, each
     # (L, H, T, T) (prior ones broadcast over queries). Keys by family:
     #   weibull:   posterior {"shape_k", "scale"}, prior {"alpha", "beta"} (Gamma concentration, rate)
@@ -125,6 +140,11 @@ class ExplainResult:
             self._prior_heads[key] = self.prior_sampler(layer, head)
         return self._prior_heads[key]
 
+    def prior_mean_weights(self, layer: int, head: int) -> torch.Tensor:
+        """(T, T) the Monte Carlo mean of the prior's normalised draws in one layer and head (what the
+        prior's bars show); `prior_weights` is its pi."""
+        return self.prior_draws(layer, head).double().mean(0).float()
+
     # ---- summaries of the predictive distribution ------------------------------------------------
     @property
     def positive_index(self) -> int:
@@ -143,34 +163,82 @@ class ExplainResult:
         """E_z H[p(y|x,z)]: the aleatoric part (Depeweg et al. 2018, eq. 5)."""
         return float(metrics.expected_entropy(self._samples())[0])
 
+    @cached_property
+    def _mutual_information(self) -> tuple[float, float]:
+        est, se = metrics.mutual_information_jackknife(self._samples())
+        return float(est[0]), float(se[0])
+
     @property
     def mutual_information(self) -> float:
-        """I[y; z | x] = total - expected entropy: the epistemic part, due to attention uncertainty."""
+        """I[y; z | x], the epistemic part (total - expected entropy), estimated from the S samples
+        with the jackknife's bias correction (`metrics.mutual_information_jackknife`): the plug-in
+        H[mean p] - mean H[p] is biased low. Unclipped, so it can dip below 0 where the MI is ~0."""
+        return self._mutual_information[0]
+
+    @cached_property
+    def mutual_information_interval(self) -> tuple[float, float] | None:
+        """The interval the page shows around `mutual_information`: estimate x exp(-/+ 2 SE of its
+        log), `metrics.mutual_information_interval`; (0, 0) where exact, None where S < 3."""
+        if not self.stochastic_layers:
+            return (0.0, 0.0)
+        lo, hi = metrics.mutual_information_interval(self._samples())[0]
+        return None if not (np.isfinite(lo) and np.isfinite(hi)) else (float(lo), float(hi))
+
+    @property
+    def mutual_information_plugin(self) -> float:
+        """The plug-in estimate H[mean_s p_s] - mean_s H[p_s] (>= 0, biased low at small S)."""
         return float(metrics.mutual_information(self._samples())[0])
 
     @property
     def gap(self) -> float:
-        """E[f(z)] - f(E[z]) for P(positive): what averaging over attention samples changes."""
+        """E[f(z)] - f(E[w]) for P(positive): Deng et al.'s gap, with E[w] the Monte Carlo mean of
+        each stochastic layer's weights (`bam_viz.gaps`); the explorer's headline."""
         i = self.positive_index
-        return float(self.mc_probs[i] - self.mean_field_probs[i])
+        return float(self.mc_probs[i] - self.mean_attention_probs[i])
+
+    @property
+    def gap_softmax(self) -> float:
+        """E[f(z)] - f(softmax) for P(positive): against the deterministic pass a BAM model predicts with."""
+        i = self.positive_index
+        return float(self.mc_probs[i] - self.softmax_probs[i])
 
     @cached_property
     def se(self) -> MonteCarloErrors:
-        """Standard errors of E[f(z)], the gap and the mutual information (see `MonteCarloErrors`).
+        """Standard errors of E[f(z)], both gaps and the mutual information (see `MonteCarloErrors`).
 
         Cached: results are read-only."""
+        slopes = None if self.mean_attention_slopes is None else self.mean_attention_slopes.double().numpy()
         return monte_carlo_errors(self.sample_probs.detach().cpu().double().numpy(),
-                                  float(self.mean_field_probs[self.positive_index]), self.positive_index,
+                                  float(self.softmax_probs[self.positive_index]), slopes, self.positive_index,
                                   bool(self.stochastic_layers))
 
     @property
     def gap_distinguishable(self) -> bool | None:
-        """|gap| > 2 SE of the paired difference: the gap's sign is not Monte Carlo noise.
+        """|gap| > 2 SE: the gap's sign is not Monte Carlo noise.
 
         None where the SE is not estimable (one sample of a stochastic model). For an exact gap
         (SE 0) it is whether the gap is nonzero at all."""
         se = self.se.gap
         return None if se is None else abs(self.gap) > 2 * se
+
+    @cached_property
+    def posterior_mean_weights(self) -> torch.Tensor:
+        """(L, H, T, T) E[w]: the Monte Carlo mean of the S sampled normalised weights, what f(E[w])
+        is evaluated at. For Weibull and Lognormal scores it is not softmax(psi) (`softmax_weights`):
+        normalising pulls it towards uniform, the more the smaller k or the larger sigma."""
+        return self.sample_weights.double().mean(0).float()
+
+    @cached_property
+    def posterior_mean_se(self) -> torch.Tensor:
+        """(L, H, T, T) the Monte Carlo standard error of each cell of `posterior_mean_weights`,
+        sample sd / sqrt(S); 0 in deterministic layers, NaN in a stochastic one drawn once."""
+        w = self.sample_weights.double()
+        S = w.shape[0]
+        if S < 2:
+            out = torch.zeros(w.shape[1:], dtype=torch.float64)
+            out[self.stochastic_layers] = float("nan")
+            return out.float()
+        return (w.std(0, correction=1) / S**0.5).float()
 
     @cached_property
     def spread(self) -> torch.Tensor:

@@ -1,11 +1,13 @@
 """A sweep: one sentence's prediction and its uncertainty over a hyperparameter's whole range.
 
-For each value v of one hyperparameter (the others fixed), S attention samples at one seed give
-  E[f(z)]   P(positive) averaged over the samples, with its Monte Carlo standard error sd / sqrt(S);
-  f(E[z])   P(positive) with every stochastic layer at its mean attention;
-  I[y; z]   the mutual information of the samples (Depeweg et al. 2018), the epistemic part.
+For each value v of one hyperparameter (the others fixed), `explain()` with S attention samples at
+one seed gives (each defined in `bam_viz.gaps`)
+  E[f(z)]      P(positive) averaged over the samples, with its Monte Carlo standard error;
+  f(E[w])      P(positive) with every stochastic layer at the samples' mean weights;
+  f(softmax)   P(positive) of the deterministic pass;
+  I[y; z]      the mutual information of the samples (Depeweg et al. 2018), bias-corrected, with its SE.
 It shows at a glance where on the slider the uncertainty appears. Every value reuses the sentence's
-cached lower layers (bam_viz.explain), so a sweep costs one S-sample pass per value.
+cached lower layers (bam_viz.explain).
 """
 
 from __future__ import annotations
@@ -13,13 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
-from bam_viz import metrics
-from bam_viz.attention import Mode
-from bam_viz.explain import lower_states
 from bam_viz.inputs import check_n_samples, check_seed, check_text
-from bam_viz.task import POSITIVE
 
 
 @dataclass(frozen=True)
@@ -28,8 +25,9 @@ class Sweep:
     values: np.ndarray            # (V,) its values, increasing
     p_mc: np.ndarray              # (V,) E[f(z)] for P(positive)
     p_mc_se: np.ndarray           # (V,) its Monte Carlo standard error, sd over samples / sqrt(S)
-    p_mean_field: np.ndarray      # (V,) f(E[z]) for P(positive)
-    mutual_information: np.ndarray  # (V,) nats
+    p_mean_attention: np.ndarray  # (V,) f(E[w]) for P(positive)
+    p_softmax: np.ndarray         # (V,) f(softmax) for P(positive)
+    mutual_information: np.ndarray  # (V,) nats, bias-corrected (`ExplainResult.mutual_information`)
     trained: float | None         # the model's trained value of `name`
     scale: str                    # "log" or "linear": how to draw the axis
     n_samples: int
@@ -52,7 +50,6 @@ def sweep_values(model, name: str, per_decade: int = 4, linear_points: int = 16)
     return sorted(set(values))
 
 
-@torch.inference_mode()
 def sweep(model, text: str, name: str, values: list[float] | None = None, n_samples: int = 32, seed: int = 0,
           **hyper: float) -> Sweep:
     """`model` on `text` at each of `values` of the hyperparameter `name` (default: a coarse grid
@@ -69,23 +66,16 @@ def sweep(model, text: str, name: str, values: list[float] | None = None, n_samp
     spec = family.spec(name)
     if name in hyper:
         raise ValueError(f"{name} is the swept hyperparameter: give the others only")
-    base = model.hyper(**hyper)
     values = sorted(float(v) for v in (values if values is not None else sweep_values(model, name)))
-    model.eval()
-    lower = lower_states(model, text)
-    mask, x = lower.mask, lower.x
-    samples, mean_field = [], []
-    for v in values:
-        h = base.replace(**{name: v})
-        g = torch.Generator(device=model.device).manual_seed(seed)
-        logits, _, _ = model.upper(x, mask, n_samples=n_samples, generator=g, hyper=h)
-        samples.append(logits.softmax(-1).double().cpu().numpy())                      # (S, 2)
-        mf_logits, _, _ = model.upper(x, mask, mode=Mode.MEAN, hyper=h)
-        mean_field.append(float(mf_logits.softmax(-1)[0, POSITIVE]))
-    probs = np.stack(samples)                                                          # (V, S, 2)
-    p = probs[:, :, POSITIVE]
+    rows = []
+    for v in values:       # one result alive at a time: each holds S x L x H x T x T weights
+        r = model.explain(text, n_samples=n_samples, seed=seed, cache=False, **{**hyper, name: v})
+        pos = r.positive_index
+        rows.append((float(r.mc_probs[pos]), r.se.p_positive, float(r.mean_attention_probs[pos]),
+                     float(r.softmax_probs[pos]), r.mutual_information))
+    p_mc, p_mc_se, p_mean_attention, p_softmax, mi = (np.array(c, dtype=float) for c in zip(*rows, strict=True))
     return Sweep(
-        name=name, values=np.asarray(values), p_mc=p.mean(1), p_mc_se=p.std(1, ddof=1) / np.sqrt(n_samples),
-        p_mean_field=np.asarray(mean_field), mutual_information=metrics.mutual_information(probs),
-        trained=model.trained_hyper.get(name), scale=spec.scale, n_samples=n_samples, seed=seed,
+        name=name, values=np.asarray(values), p_mc=p_mc, p_mc_se=p_mc_se, p_mean_attention=p_mean_attention,
+        p_softmax=p_softmax, mutual_information=mi, trained=model.trained_hyper.get(name), scale=spec.scale,
+        n_samples=n_samples, seed=seed,
     )

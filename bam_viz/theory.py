@@ -4,7 +4,9 @@ Nothing here imports Streamlit; `views/theory.py` lays the panels out and `bam_v
 them. Five sections, each a result object that its figures and caption are pure functions of:
 
 1. Jensen's gap, f(E[z]) != E[f(z)] (Deng et al. 2018, sec. 2): a toy distribution and function, then
-   the same gap on a zoo model, one stochastic layer at a time (`jensen_gap`, `layer_gaps`).
+   the same gap on a zoo model, one stochastic layer at a time, against f(E[w]) (the weights' Monte
+   Carlo mean) and against f(softmax) (the deterministic pass), as `bam_viz.gaps` defines them
+   (`jensen_gap`, `layer_gaps`).
 2. Exact marginal, posterior and ELBO of a latent alignment (Deng et al. 2018, eqs. 1-2), on the
    `categorical` model (`alignment`).
 3. Attention as posterior inference whose error shrinks with the number of tokens (Zhang et al.,
@@ -31,16 +33,18 @@ import torch
 from scipy import special, stats
 from torch.distributions import Distribution, Gamma, LogNormal, Weibull, kl_divergence
 
-from bam_viz import families
-from bam_viz.attention import Mode
+from bam_viz import families, gaps, metrics
+from bam_viz.attention import Mode, Trace
 from bam_viz.charts import (
     MC_COLOUR,
-    MEAN_FIELD_COLOUR,
+    MEAN_ATTENTION_COLOUR,
     POSTERIOR_COLOUR,
     PRIOR_COLOUR,
+    SOFTMAX_COLOUR,
     _figure,
     axis_labels,
 )
+from bam_viz.explain import lower_states
 from bam_viz.families import CategoricalFamily
 from bam_viz.inputs import check_seed, check_text
 from bam_viz.kl import kl_lognormal
@@ -252,7 +256,7 @@ def jensen_figure(g: JensenGap) -> go.Figure:
          "name": f"gap {g.gap:+.3f}", "line": {"color": "#ff7f0e", "width": 5}},
         {"type": "scatter", "x": [g.mean], "y": [g.f_of_mean], "mode": "markers",
          "name": f"f(E[z]) = {g.f_of_mean:.3f}",
-         "marker": {"size": 16, "color": MEAN_FIELD_COLOUR, "symbol": "diamond"}},
+         "marker": {"size": 16, "color": MEAN_ATTENTION_COLOUR, "symbol": "diamond"}},
         {"type": "scatter", "x": [g.mean], "y": [g.mean_of_f], "mode": "markers",
          "name": f"E[f(z)] = {g.mean_of_f:.3f}", "marker": {"size": 16, "color": MC_COLOUR, "symbol": "circle"}},
     ]
@@ -280,105 +284,200 @@ def jensen_caption(g: JensenGap) -> str:
 
 # ---- the same gap on a zoo model, one stochastic layer at a time ---------------------------------
 @dataclass(frozen=True)
+class GapCase:
+    """P(positive) of one sentence when the layers `sampling` draw (the others at softmax(psi)): the
+    Monte Carlo mean E[f(z)] over the S samples, f(E[w]) with the sampled layers' weights at their
+    Monte Carlo mean, and the two gaps with their standard errors (definitions: `bam_viz.gaps`)."""
+
+    name: str                         # "layer 3" or "all together"
+    sampling: tuple[int, ...]         # the layers that draw
+    mc: float                         # E[f(z)]: the mean of the S samples' P(positive)
+    mc_se: float                      # its standard error, sd / sqrt(S)
+    mean_attention: float             # f(E[w]): the sampled attention layers at their Monte Carlo mean weights
+    softmax: float                    # f(softmax): the deterministic pass, every stochastic layer at softmax(psi)
+    gap_se: float                     # delta-method SE of E[f(z)] - f(E[w]) (bam_viz.gaps)
+    gap_softmax_se: float             # SE of the S paired differences f(z_s) - f(softmax)
+
+    @property
+    def gap(self) -> float:
+        """Deng et al.'s gap E[f(z)] - f(E[w])."""
+        return self.mc - self.mean_attention
+
+    @property
+    def gap_softmax(self) -> float:
+        """E[f(z)] - f(softmax): against the deterministic pass."""
+        return self.mc - self.softmax
+
+
+@dataclass(frozen=True)
 class LayerGaps:
-    """P(positive) of one sentence: at every stochastic layer's mean attention (f(E[z])), and its
-    Monte Carlo mean E[f(z)] when only `layers[i]` samples (the others at their mean), or all do."""
+    """Both gaps of one sentence when only `layers[i]` samples (every other stochastic layer at
+    softmax(psi)), for each stochastic layer, and when all do (`together`: the model's own answer,
+    `explain()`'s numbers). With S samples and `seed`; `noise` is what samples: "attention" (the
+    weights are drawn) or "dropout" (MC dropout, whose f(E[z]) is the deterministic pass: E[w] is
+    softmax(psi) and both gaps are one)."""
 
     model: str
-    mean_field: float                 # f(E[z]): every layer at its mean attention
+    softmax: float                    # f(softmax): P(positive) of the deterministic pass
     layers: tuple[int, ...]
-    sampled: tuple[float, ...]        # E[f(z)] with only that layer stochastic
-    se: tuple[float, ...]             # its Monte Carlo standard error
-    all_layers: float                 # E[f(z)] with every stochastic layer sampling (the model's answer)
-    all_se: float
+    cases: tuple[GapCase, ...]        # one per layer of `layers`, that layer alone sampling
+    together: GapCase                 # every stochastic layer sampling
     n_samples: int
     seed: int
-    noise: str                        # what samples: "attention" or "dropout"
+    noise: str
 
     @property
     def gaps(self) -> tuple[float, ...]:
-        return tuple(s - self.mean_field for s in self.sampled)
+        """Deng's gap E[f(z)] - f(E[w]) per layer alone."""
+        return tuple(c.gap for c in self.cases)
 
     @property
-    def all_gap(self) -> float:
-        return self.all_layers - self.mean_field
+    def gaps_softmax(self) -> tuple[float, ...]:
+        """E[f(z)] - f(softmax) per layer alone."""
+        return tuple(c.gap_softmax for c in self.cases)
 
 
 def _p_positive(model, cls_logits: torch.Tensor) -> torch.Tensor:
     return model.head(cls_logits).softmax(-1)[:, POSITIVE]
 
 
-def _compose(model, x, mask, sampled: int | None, n_samples: int, generator, hyper):
+def _compose(model, x, mask, sampled: int, n_samples: int, generator, hyper):
     """The layers from the first stochastic one up, each through its own `forward` as
     `BamClassifier.upper` calls them, with only layer `sampled` drawing (Mode.SAMPLE, n_samples draws)
-    and every other one at its mean attention; returns the [CLS] states (n_samples or 1, C)."""
+    and every other one at softmax(psi); returns the [CLS] states (n_samples, C) and the weights
+    layer `sampled` used, (n_samples, H, T, T), recorded as `explain()` records them."""
     top = model.n_layers - 1
     stochastic = set(model.config.stochastic_layers)
+    weights = None
     for i in range(model.first_stochastic, model.n_layers):
         mode = Mode.SAMPLE if i == sampled else Mode.MEAN
         # The model's own rule for dropout at inference: on only where mc-dropout samples.
-        x, mask, _ = model.bert.layers[i](
+        x, mask, t = model.bert.layers[i](
             x, mask, n_samples=n_samples if i == sampled else 1, generator=generator, mode=mode,
-            hyper=hyper if i in stochastic else None, p=model._dropout_p(i, mode), cls_only=i == top)
-    return x[:, 0]                                                                     # (S or 1, C)
+            hyper=hyper if i in stochastic else None, p=model._dropout_p(i, mode), cls_only=i == top,
+            trace=Trace.SAMPLES if i == sampled else Trace.NONE)
+        if i == sampled:
+            weights = t.weights
+    return x[:, 0], weights                                                             # (S, C)
+
+
+def _case(name, sampling, p: torch.Tensor, softmax: float, drawn: dict, model, x, mask, hyper) -> GapCase:
+    """A `GapCase` from the S samples' P(positive) `p` and the weights the attention-random layers
+    drew (`drawn`, empty where only dropout samples: then f(E[w]) is the deterministic pass)."""
+    p = p.double().cpu().numpy()
+    S = p.shape[0]
+    paired = float(np.std(p - softmax, ddof=1) / math.sqrt(S))
+    if drawn:
+        mean_probs, slopes = gaps.mean_attention_probs(model, x, mask, drawn, hyper)
+        mean_attention = float(mean_probs[POSITIVE])
+        gap_se = metrics.delta_gap_se(p, slopes[:, POSITIVE].cpu().numpy())
+    else:
+        mean_attention, gap_se = softmax, paired
+    return GapCase(name, tuple(sampling), float(p.mean()), float(np.std(p, ddof=1) / math.sqrt(S)), mean_attention,
+                   softmax, gap_se, paired)
 
 
 def layer_gaps(model, text: str, n_samples: int = 256, seed: int = 0) -> LayerGaps:
-    """E[f(z)] - f(E[z]) in P(positive) for `text` when only one stochastic layer samples, for each
-    such layer, and when all do. Each layer's draws start from the same seed."""
+    """Deng's gap E[f(z)] - f(E[w]) and the gap to the deterministic pass E[f(z)] - f(softmax), in
+    P(positive) for `text`, when only one stochastic layer samples, for each such layer, and when all
+    do (`explain(model, text, n_samples, seed)`'s pass and numbers). Each case's draws start from the
+    same seed; E[w] is the Monte Carlo mean of the S weights the sampled layers drew."""
     text, seed = check_text(text), check_seed(seed)
     if not model.stochastic:
         raise ValueError(f"{model.name} is deterministic: every sample would be its mean. Pick a stochastic model")
     if not 2 <= n_samples <= 4096:
         raise ValueError(f"n_samples must lie in [2, 4096] for a standard error, got {n_samples}")
     model.eval()
-    ids, mask = model.tokenizer.batch([text])
-    ids, mask = ids.to(model.device), mask.to(model.device)
+    lower = lower_states(model, text)
+    x, mask = lower.x, lower.mask
     hyper = model.hyper()
     layers = tuple(sorted(model.config.stochastic_layers))
+    random_attention = set(gaps.attention_random_layers(model))
     with torch.inference_mode():
-        x, _ = model.lower(ids, mask)
-        mean_field = float(_p_positive(model, _compose(model, x, mask, None, 1, None, hyper))[0])
-        sampled, se = [], []
+        logits, _, _ = model.upper(x, mask, mode=Mode.MEAN, hyper=hyper)
+        softmax = float(logits.softmax(-1)[0, POSITIVE])
+        cases = []
         for layer in layers:
             g = torch.Generator(device=model.device).manual_seed(seed)
-            p = _p_positive(model, _compose(model, x, mask, layer, n_samples, g, hyper)).double()   # (S,)
-            sampled.append(float(p.mean()))
-            se.append(float(p.std() / math.sqrt(n_samples)))
+            cls, w = _compose(model, x, mask, layer, n_samples, g, hyper)
+            drawn = {layer: w} if layer in random_attention else {}
+            cases.append(_case(f"layer {layer}", (layer,), _p_positive(model, cls), softmax, drawn,
+                               model, x, mask, hyper))
+        # The model's own pass, exactly as explain() makes it (the same generator, the same trace).
         g = torch.Generator(device=model.device).manual_seed(seed)
-        logits, _, _ = model.upper(x, mask, n_samples=n_samples, generator=g, hyper=hyper)
-        p_all = logits.softmax(-1)[:, POSITIVE].double()
+        logits, traces, _ = model.upper(x, mask, n_samples=n_samples, generator=g, hyper=hyper, trace=Trace.SAMPLES)
+        first = model.n_layers - len(traces)
+        drawn = {i: traces[i - first].weights for i in sorted(random_attention)}
+        together = _case("all together", layers, logits.softmax(-1)[:, POSITIVE], softmax, drawn,
+                         model, x, mask, hyper)
     noise = "dropout" if model.config.mc_dropout and not model.attention_family.stochastic else "attention"
-    return LayerGaps(model.name, mean_field, layers, tuple(sampled), tuple(se), float(p_all.mean()),
-                     float(p_all.std() / math.sqrt(n_samples)), n_samples, seed, noise)
+    return LayerGaps(model.name, softmax, layers, tuple(cases), together, n_samples, seed, noise)
+
+
+DENG_GAP = "E[f(z)] − f(E[w])"
+SOFTMAX_GAP = "E[f(z)] − f(softmax)"
 
 
 def layer_gap_figure(g: LayerGaps) -> go.Figure:
-    names = [f"layer {i}" for i in g.layers] + ["all together"]
-    gaps = [*g.gaps, g.all_gap]
-    errors = [Z95 * s for s in (*g.se, g.all_se)]
-    colours = [POSTERIOR_COLOUR] * len(g.layers) + [MC_COLOUR]
-    return _figure([{
-        "type": "bar", "x": names, "y": gaps, "marker": {"color": colours}, "name": "E[f(z)] − f(E[z])",
-        "error_y": {"type": "data", "array": errors, "visible": True, "thickness": 2, "width": 8},
-        "hovertemplate": "%{x}: %{y:+.4f}<extra></extra>",
-    }], _layout(f"{g.model}: the gap when only one layer's {g.noise} samples", 440, showlegend=False,
-                xaxis=_axis("which layer samples"),
-                yaxis=_axis("E[f(z)] − f(E[z]) in P(positive)", zeroline=True, zerolinewidth=2)))
+    """Per case (each layer alone, then all together), Deng's gap and the gap to the deterministic
+    pass as grouped bars with 95% Monte Carlo error bars."""
+    cases = (*g.cases, g.together)
+    names = [c.name for c in cases]
+
+    def bars(name, colour, values, errors, hover):
+        return {"type": "bar", "x": names, "y": values, "name": name, "marker": {"color": colour},
+                "error_y": {"type": "data", "array": [Z95 * e for e in errors], "visible": True,
+                            "thickness": 2, "width": 6},
+                "hovertemplate": f"%{{x}}: {hover} = %{{y:+.4f}}<extra></extra>"}
+
+    if g.noise == "dropout":   # E[z] keeps every unit: f(E[z]) is the deterministic pass, one gap
+        data = [bars(f"{SOFTMAX_GAP} = E[f(z)] − f(E[z]): f(E[z]) is the deterministic pass (dropout off)",
+                     MC_COLOUR, [c.gap for c in cases], [c.gap_se for c in cases], SOFTMAX_GAP)]
+    else:
+        data = [
+            bars(f"Deng's gap {DENG_GAP}, E[w] the Monte Carlo mean of the sampled weights", MEAN_ATTENTION_COLOUR,
+                 [c.gap for c in cases], [c.gap_se for c in cases], DENG_GAP),
+            bars(f"{SOFTMAX_GAP}, f(softmax) the deterministic pass", SOFTMAX_COLOUR,
+                 [c.gap_softmax for c in cases], [c.gap_softmax_se for c in cases], SOFTMAX_GAP),
+        ]
+    # A dotted line sets "all together" (the model's own answer) apart from the layers alone.
+    split = {"type": "line", "x0": len(g.cases) - 0.5, "x1": len(g.cases) - 0.5, "y0": 0, "y1": 1, "yref": "paper",
+             "line": {"color": "#999999", "dash": "dot", "width": 1}}
+    return _figure(data, _layout(
+        f"{g.model}: {'the gap' if g.noise == 'dropout' else 'both gaps'}, one layer's {g.noise} sampling at a "
+        f"time, then all ({g.n_samples} samples)",
+        460, barmode="group", shapes=[split], xaxis=_axis("which layers sample (the others at softmax(ψ))"),
+        yaxis=_axis("gap in P(positive)", zeroline=True, zerolinewidth=2)))
+
+
+def _pm(value: float, se: float) -> str:
+    return f"{value:+.4f} ± {Z95 * se:.4f}"
 
 
 def layer_gap_caption(g: LayerGaps) -> str:
+    t = g.together
+    if g.noise == "dropout":
+        sampling = "dropout on in every stochastic layer"
+    else:
+        sampling = f"{'its one' if len(g.layers) == 1 else 'every'} stochastic layer sampling"
+    head = f"On this sentence {g.model} gives E[f(z)] = {t.mc:.3f}, the mean over {g.n_samples} samples with {sampling}"
     largest = max(range(len(g.layers)), key=lambda i: abs(g.gaps[i]))
-    beyond = sum(abs(gap) > Z95 * se for gap, se in zip(g.gaps, g.se, strict=True))
-    at_mean = "with dropout off" if g.noise == "dropout" else "at every layer's mean attention"
-    if len(g.layers) == 1:
-        return (f"On this sentence {g.model} gives P(positive) = {g.mean_field:.3f} {at_mean} (f(E[z])) and "
-                f"{g.all_layers:.3f} averaged over {g.n_samples} samples of its one stochastic layer (E[f(z)]): "
-                f"a gap of {g.all_gap:+.4f} ± {Z95 * g.all_se:.4f} (95% Monte Carlo interval, seed {g.seed}).")
-    return (f"On this sentence {g.model} gives P(positive) = {g.mean_field:.3f} {at_mean} (f(E[z])); sampling "
-            f"only layer {g.layers[largest]} moves it most, by {g.gaps[largest]:+.4f} ± {Z95 * g.se[largest]:.4f}, "
-            f"{beyond} of {len(g.layers)} layers alone move it beyond their 95% Monte Carlo interval, and all of "
-            f"them together by {g.all_gap:+.4f} ± {Z95 * g.all_se:.4f} ({g.n_samples} samples, seed {g.seed}).")
+    c, which = g.cases[largest], "" if g.noise == "dropout" else "Deng "
+    alone = ("" if len(g.layers) == 1 else
+             f" Alone, layer {g.layers[largest]} has the largest {which}gap, {_pm(c.gap, c.gap_se)}, and "
+             f"{sum(abs(k.gap) > Z95 * k.gap_se for k in g.cases)} of {len(g.layers)} layers alone have one "
+             f"beyond their 95% interval.")
+    if g.noise == "dropout":
+        return (f"{head}, and P(positive) = {g.softmax:.3f} with dropout off: f(softmax), the "
+                f"deterministic pass, which is also f(E[z]) (the mean of a dropout mask keeps every unit), so Deng's "
+                f"gap E[f(z)] − f(E[z]) and E[f(z)] − f(softmax) are one, {_pm(t.gap, t.gap_se)} (95% Monte Carlo "
+                f"interval, seed {g.seed}).{alone}")
+    return (f"{head}, f(E[w]) = {t.mean_attention:.3f} and f(softmax) = {g.softmax:.3f}: Deng's gap "
+            f"{_pm(t.gap, t.gap_se)}, the gap to the deterministic pass {_pm(t.gap_softmax, t.gap_softmax_se)}."
+            f"{alone} Green: Deng's gap E[f(z)] − f(E[w]), with E[w] the Monte Carlo mean, over the "
+            f"{g.n_samples} samples, of each sampled layer's weights (the layers above fed by the f(E[w]) pass "
+            f"itself); red: E[f(z)] − f(softmax), against the deterministic pass with every stochastic layer at "
+            f"softmax(ψ). Error bars: 95% Monte Carlo intervals, seed {g.seed}.")
 
 
 # ==================================================================================================
@@ -387,7 +486,7 @@ def layer_gap_caption(g: LayerGaps) -> str:
 @dataclass(frozen=True)
 class Alignment:
     """The `categorical` model's top-layer alignment for one sentence: z is the one key the [CLS]
-    query aligns to, shared by every head (p(z|x) is the heads' mean attention of [CLS]); p(y|x, z)
+    query aligns to, shared by every head (p(z|x) averages the heads' softmax attention of [CLS]); p(y|x, z)
     is the classifier's answer if [CLS] read key z alone. In float64 from the model's float32."""
 
     model: str
@@ -506,7 +605,8 @@ def elbo_figure(path: ElboPath) -> go.Figure:
 
 def alignment_caption(al: Alignment, path: ElboPath) -> str:
     return (f"z is the one key that the top layer's [CLS] query aligns to, shared by its {al.n_heads} heads "
-            f"(p(z | x) is their mean attention), so log p(y = {CLASSES[path.label]} | x) = {path.log_marginal:.4f} "
+            f"(p(z | x) averages their softmax attention), so "
+            f"log p(y = {CLASSES[path.label]} | x) = {path.log_marginal:.4f} "
             f"is an exact sum over {len(al.tokens)} keys; at t = {path.t:.2f} the ELBO ({path.elbo:.4f}) falls short "
             f"of it by exactly KL(q ‖ p(z | x, y)) = {path.kl:.4f} nats, and only the exact posterior (t = 1) "
             "closes the gap.")
@@ -764,7 +864,7 @@ def toy_error_figure(sw: ToySweep, current_n: int | None = None) -> go.Figure:
     if sw.limit_error > 1e-9:
         data.append({"type": "scatter", "x": [n[0], n[-1]], "y": [sw.limit_error] * 2, "mode": "lines",
                      "name": f"error of the N → ∞ limit ({sw.limit_error:.3f})",
-                     "line": {"color": MEAN_FIELD_COLOUR, "dash": "dash", "width": 3}})
+                     "line": {"color": MEAN_ATTENTION_COLOUR, "dash": "dash", "width": 3}})
     shapes = []
     if current_n is not None:
         shapes.append({"type": "line", "x0": current_n, "x1": current_n, "y0": 0, "y1": 1, "yref": "paper",
@@ -1122,7 +1222,8 @@ def uncertainty_caption(rows: Sequence[UncertaintyRow]) -> str:
 
 
 __all__ = [
-    "FUNCTIONS", "TwoPoint", "Gaussian", "JensenGap", "jensen_gap", "monte_carlo_mean", "LayerGaps", "layer_gaps",
+    "FUNCTIONS", "TwoPoint", "Gaussian", "JensenGap", "jensen_gap", "monte_carlo_mean", "GapCase", "LayerGaps",
+    "layer_gaps",
     "Alignment", "alignment", "ElboPath", "elbo_path", "ExchangeableToy", "ToyDraw", "toy_example", "toy_sweep",
     "loglog_fit", "ScorePair", "weibull_gamma", "lognormal_pair", "kl_check", "normalised_spread",
     "uncertainty_table",

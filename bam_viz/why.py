@@ -62,7 +62,7 @@ STRIP_CSS = """
 .bv-band > div { position: absolute; }
 .bv-zero { left: 50%; top: 0; width: 1px; height: 10px; background: #bbbbbb; }
 .bv-range { top: 4px; height: 2px; background: #333333; }
-.bv-mf { top: 1px; width: 2px; height: 8px; margin-left: -1px; background: #d62728; }
+.bv-softmax { top: 1px; width: 2px; height: 8px; margin-left: -1px; background: #7b1fa2; }
 .bv-dot { top: 2.5px; width: 5px; height: 5px; margin-left: -2.5px; border-radius: 50%; background: #111111; }
 .bv-legend { display: flex; align-items: center; gap: 8px; font-size: 0.85rem; color: #444;
              margin: 0.2rem 0 0.6rem; flex-wrap: wrap; }
@@ -73,16 +73,16 @@ STRIP_CSS = """
 
 
 def token_strip_html(tokens: list[str], mean: np.ndarray, low: np.ndarray, high: np.ndarray,
-                     mean_field: np.ndarray, target: str, scale: float = ATTRIBUTION_SCALE) -> str:
+                     softmax: np.ndarray, target: str, scale: float = ATTRIBUTION_SCALE) -> str:
     """The sentence as coloured chips: each token's colour is its attribution averaged over the
     attention samples; under it, its 5-95% band over samples (a line), the mean (a dot) and the
-    attribution at the mean attention, f(E[z]) (a tick), on the fixed scale [-scale, +scale] with
-    zero in the middle, in a track of the same width under every token. Every token is HTML-escaped;
-    numbers are in the tooltip."""
-    values = [np.asarray(a, dtype=np.float64) for a in (mean, low, high, mean_field)]
+    attribution at the deterministic pass f(softmax), every stochastic layer at softmax(psi) (a
+    tick; `Attribution.softmax`), on the fixed scale [-scale, +scale] with zero in the middle, in a
+    track of the same width under every token. Every token is HTML-escaped; numbers are in the tooltip."""
+    values = [np.asarray(a, dtype=np.float64) for a in (mean, low, high, softmax)]
     if any(v.shape != (len(tokens),) for v in values):
         raise ValueError(f"{len(tokens)} tokens but arrays of shapes {[v.shape for v in values]}")
-    mean, low, high, mean_field = (np.nan_to_num(v, nan=0.0, posinf=scale, neginf=-scale) for v in values)
+    mean, low, high, softmax = (np.nan_to_num(v, nan=0.0, posinf=scale, neginf=-scale) for v in values)
 
     def x(v: float) -> float:                     # a position across the token's box, in % (zero at 50)
         return 50.0 + 50.0 * float(np.clip(v / scale, -1.0, 1.0))
@@ -91,13 +91,13 @@ def token_strip_html(tokens: list[str], mean: np.ndarray, low: np.ndarray, high:
     for i, token in enumerate(tokens):
         shown = html.escape(charts.display_token(token), quote=False)
         tip = html.escape(f"{charts.display_token(token)} (token {i}): {_signed(mean[i])} on average over samples, "
-                          f"5-95% {_signed(low[i])} to {_signed(high[i])}; {_signed(mean_field[i])} at the mean "
-                          f"attention. Effect on P({target}).", quote=True)
+                          f"5-95% {_signed(low[i])} to {_signed(high[i])}; {_signed(softmax[i])} at the "
+                          f"deterministic pass f(softmax). Effect on P({target}).", quote=True)
         lo, hi = sorted((x(low[i]), x(high[i])))
         # Plain positioned boxes, not SVG: Streamlit's st.html passes HTML through DOMPurify, which drops <svg>.
         band = (f'<div class="bv-band" aria-hidden="true"><div class="bv-zero"></div>'
                 f'<div class="bv-range" style="left:{lo:.1f}%;width:{max(hi - lo, 0.8):.1f}%"></div>'
-                f'<div class="bv-mf" style="left:{x(mean_field[i]):.1f}%"></div>'
+                f'<div class="bv-softmax" style="left:{x(softmax[i]):.1f}%"></div>'
                 f'<div class="bv-dot" style="left:{x(mean[i]):.1f}%"></div></div>')
         chips.append(f'<div class="bv-tok" title="{tip}"><span class="bv-chip" style="background:'
                      f'{colour(mean[i], scale)};color:{_ink(mean[i], scale)}">{shown}</span>{band}</div>')
@@ -109,7 +109,7 @@ def legend_html(target: str, scale: float = ATTRIBUTION_SCALE) -> str:
     return (f'<div class="bv-legend"><span>lowers P({t})</span><span class="bv-ramp"></span>'
             f'<span>raises P({t})</span><span>· full colour at {_signed(-scale)} and {_signed(scale)}'
             f' · under each token: <b>—</b> 5-95% over attention samples, <b>●</b> their mean, '
-            f'<span style="color:#d62728"><b>|</b></span> at the mean attention f(E[z])</span></div>')
+            f'<span style="color:#7b1fa2"><b>|</b></span> at the deterministic pass f(softmax)</span></div>')
 
 
 # ---- figures ------------------------------------------------------------------------------------

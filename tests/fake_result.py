@@ -6,6 +6,12 @@ models: "categorical" is stochastic in its top layer only and draws from its pri
 (prior and posterior panels coincide); "mc-dropout" is the softmax family made random by dropout on
 the weights in every layer (rows then need not sum to 1), with no prior (its prior panels repeat the
 posterior). KL is zero where a family learns no prior.
+
+The network f is faked as one whose logit is linear in the drawn attention: sample s has logit l_s,
+so f(E[w]) is the sigmoid of the mean logit m and each sample's slope there p(1 - p)(l_s - m); the
+deterministic pass f(softmax) is P(positive) = 0.7. Where no attention weight is drawn (mc-dropout,
+softmax) f(E[w]) is the deterministic pass and there are no slopes,
+as in `explain` (`bam_viz.gaps`). `posterior_softmax_weights` is the result's own mean of the samples.
 """
 
 from __future__ import annotations
@@ -45,7 +51,10 @@ def _normalise(x: torch.Tensor) -> torch.Tensor:
 def make_fake_result(
     family: str = "weibull", T: int = 7, S: int = 8, L: int = 6, H: int = 12, seed: int = 0,
     tokens: list[str] | None = None, stochastic_layers: list[int] | None = None,
+    hyper: dict[str, float] | None = None,
 ) -> ExplainResult:
+    """`hyper` overrides the family's `HYPER` (shape_k, beta; sigma, prior_sigma; concentration,
+    prior_concentration): the sliders' extremes, say."""
     g = torch.Generator().manual_seed(seed)
     tokens = tokens if tokens is not None else fake_tokens(T)
     assert len(tokens) == T
@@ -54,8 +63,10 @@ def make_fake_result(
             family, [layer for layer in (L - 2, L - 1) if layer >= 0])
     scores = torch.randn(L, H, T, T, generator=g) * 2.0              # (L, H, T, T)
     prior_scores = torch.randn(L, H, 1, T, generator=g).expand(L, H, T, T)  # keys only
-    mean_weights = scores.softmax(-1)
-    hyper = dict(HYPER[family])
+    softmax_weights = scores.softmax(-1)                              # softmax(psi), the deterministic pass
+    if family not in HYPER:
+        raise ValueError(f"unknown family {family!r}")
+    hyper = {**HYPER[family], **(hyper or {})}
     posterior_params: dict[str, torch.Tensor] = {}
     prior_params: dict[str, torch.Tensor] = {}
 
@@ -69,32 +80,32 @@ def make_fake_result(
         prior = Gamma(alpha, torch.full_like(scores, beta))
         prior_weights = _normalise(alpha / beta)
     elif family == "lognormal":
-        sigma = hyper["sigma"]
+        sigma, prior_sigma = hyper["sigma"], hyper.get("prior_sigma", hyper["sigma"])
         loc = scores - sigma**2 / 2
         posterior_params = {"loc": loc, "sigma": torch.full_like(scores, sigma)}
-        prior_params = {"loc": prior_scores - sigma**2 / 2, "sigma": torch.full_like(scores, sigma)}
+        prior_params = {"loc": prior_scores - prior_sigma**2 / 2, "sigma": torch.full_like(scores, prior_sigma)}
         post = LogNormal(loc, sigma)
-        prior = LogNormal(prior_params["loc"], sigma)
+        prior = LogNormal(prior_params["loc"], prior_sigma)
         prior_weights = prior_scores.softmax(-1)
     elif family == "dirichlet":
-        a0 = hyper["concentration"]
-        posterior_params = {"concentration": a0 * mean_weights}
-        prior_params = {"concentration": a0 * prior_scores.softmax(-1)}
+        a0, prior_a0 = hyper["concentration"], hyper.get("prior_concentration", hyper["concentration"])
+        posterior_params = {"concentration": a0 * softmax_weights}
+        prior_params = {"concentration": prior_a0 * prior_scores.softmax(-1)}
         post = Dirichlet(posterior_params["concentration"])
         prior = Dirichlet(prior_params["concentration"])
         prior_weights = prior_scores.softmax(-1)
     elif family == "categorical":                                   # samples from its prior p(z|x) itself
-        post = prior = Categorical(probs=mean_weights)
-        prior_weights = mean_weights
+        post = prior = Categorical(probs=softmax_weights)
+        prior_weights = softmax_weights
     elif family in ("softmax", "mc-dropout"):
         post = prior = None
-        prior_weights = mean_weights
+        prior_weights = softmax_weights
     else:
         raise ValueError(f"unknown family {family!r}")
 
     def draw(dist) -> torch.Tensor:                                    # (S, L, H, T, T)
         if dist is None:
-            w = mean_weights.expand(S, L, H, T, T).clone()
+            w = softmax_weights.expand(S, L, H, T, T).clone()
             # dropout on the attention weights, as nn.Dropout: zeros, the rest scaled up
             return w * torch.bernoulli(torch.full_like(w, 1 - DROPOUT)) / (1 - DROPOUT) if family == "mc-dropout" else w
         x = dist.sample((S,))
@@ -109,10 +120,10 @@ def make_fake_result(
     if family == "mc-dropout":                                         # no prior: it repeats the posterior
         prior_sample_weights = sample_weights.clone()
     deterministic = [layer for layer in range(L) if layer not in stochastic_layers]
-    sample_weights[:, deterministic] = mean_weights[deterministic]
-    prior_sample_weights[:, deterministic] = mean_weights[deterministic]
+    sample_weights[:, deterministic] = softmax_weights[deterministic]
+    prior_sample_weights[:, deterministic] = softmax_weights[deterministic]
     prior_weights = prior_weights.clone()
-    prior_weights[deterministic] = mean_weights[deterministic]
+    prior_weights[deterministic] = softmax_weights[deterministic]
 
     name = "softmax" if family == "mc-dropout" else family
     kl = torch.rand(L, H, generator=g) * 50.0                         # (L, H)
@@ -124,13 +135,27 @@ def make_fake_result(
         logits = logits[:1].expand(S)
     p_pos = logits.sigmoid()
     sample_probs = torch.stack([1 - p_pos, p_pos], -1)                 # (S, 2)
-    mean_field = torch.tensor([1 - 0.7, 0.7]) if stochastic_layers else sample_probs[0]
+
+    def probs(logit: torch.Tensor) -> torch.Tensor:
+        p = logit.sigmoid()
+        return torch.stack([1 - p, p], -1)
+
+    softmax_probs = torch.tensor([1 - 0.7, 0.7]) if stochastic_layers else sample_probs[0]
+    slopes = None
+    if not stochastic_layers or family == "mc-dropout":                # no attention weight is drawn
+        mean_attention_probs = softmax_probs
+    else:
+        mean_attention_probs = probs(logits.mean())
+        if S >= 2:
+            p = float(mean_attention_probs[1])
+            up = p * (1 - p) * (logits - logits.mean()).double()        # (S,) d f_positive
+            slopes = torch.stack([-up, up], -1)                         # (S, 2)
     return ExplainResult(
         text=" ".join(tokens[1:-1]), tokens=tokens, classes=["negative", "positive"],
         model_name=f"fake-{family}", family=name, stochastic_layers=stochastic_layers,
         hyper=hyper, n_samples=S, seed=seed, truncated=False,
-        sample_weights=sample_weights, mean_weights=mean_weights, prior_weights=prior_weights,
+        sample_weights=sample_weights, softmax_weights=softmax_weights, prior_weights=prior_weights,
         prior_sample_weights=prior_sample_weights, kl=kl, sample_probs=sample_probs,
-        mc_probs=sample_probs.mean(0), mean_field_probs=mean_field,
-        posterior_params=posterior_params, prior_params=prior_params,
+        mc_probs=sample_probs.mean(0), softmax_probs=softmax_probs, mean_attention_probs=mean_attention_probs,
+        mean_attention_slopes=slopes, posterior_params=posterior_params, prior_params=prior_params,
     )

@@ -87,7 +87,8 @@ def assert_finite_view(at: AppTest):
     """Both chart payloads are there, every number the current frame shows is finite (errors may be
     NaN only where they are not estimable), and nothing drawn is NaN or infinite."""
     stats = shown_stats(at)
-    assert all(math.isfinite(stats[k]) for k in ("p_mc", "p_mean_field", "gap", "mi", "expected_entropy")), stats
+    assert all(math.isfinite(stats[k]) for k in ("p_mc", "p_mean_attention", "p_softmax", "gap", "gap_softmax", "mi",
+                                                         "expected_entropy")), stats
     header, arrays = payload(at, "live_inside")
     i = header["slider"]["current"] if header["slider"] else 0
     for name, a in arrays.items():

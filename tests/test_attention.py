@@ -132,12 +132,12 @@ def test_trace_contract(family):
     out, t = layer(q, k, v, mask, n_samples=5, generator=torch.Generator().manual_seed(0), trace=Trace.FULL)
     assert out.shape == (10, 3, 6, 4)
     assert t.weights.shape == t.prior_sample_weights.shape == (10, 3, 6, 6)
-    assert t.mean_weights.shape == t.prior_weights.shape == t.scores.shape == (2, 3, 6, 6)
+    assert t.softmax_weights.shape == t.prior_weights.shape == t.scores.shape == (2, 3, 6, 6)
     assert t.kl.shape == (2, 3) and (t.kl >= -1e-4).all()
-    for w in (t.weights, t.prior_sample_weights, t.mean_weights, t.prior_weights):
+    for w in (t.weights, t.prior_sample_weights, t.softmax_weights, t.prior_weights):
         torch.testing.assert_close(w.sum(-1), torch.ones(w.shape[:-1]))
         assert (w[1::2, ..., 4:] == 0).all()  # padded keys of the second sentence get no weight
-    torch.testing.assert_close(t.mean_weights, (t.scores.masked_fill(~mask[:, None, None], -1e9)).softmax(-1))
+    torch.testing.assert_close(t.softmax_weights, (t.scores.masked_fill(~mask[:, None, None], -1e9)).softmax(-1))
 
 
 def slider_value(draw, spec):
@@ -171,7 +171,7 @@ def test_finite_over_the_full_slider_ranges(family, data, T, pad, scale, seed):
     hyper = fam.hyper({spec.name: slider_value(data.draw, spec) for spec in fam.hyper_specs})
     out, t = layer(q, k, v, mask, n_samples=2, generator=g, hyper=hyper, trace=Trace.FULL)
     assert torch.isfinite(out).all()
-    for name in ("weights", "mean_weights", "prior_weights", "prior_sample_weights", "kl"):
+    for name in ("weights", "softmax_weights", "prior_weights", "prior_sample_weights", "kl"):
         assert torch.isfinite(getattr(t, name)).all(), name
     torch.testing.assert_close(t.weights.sum(-1), torch.ones(t.weights.shape[:-1]), atol=1e-4, rtol=0)
     for p in list(t.posterior_params.values()) + list(t.prior_params.values()):
@@ -247,7 +247,7 @@ def test_mean_mode_is_softmax_and_draws_nothing(family):
     g = torch.Generator().manual_seed(0)
     out, t = layer(q, k, v, mask, n_samples=5, generator=g, mode=Mode.MEAN, trace=Trace.STATS)
     assert out.shape == (2, 3, 6, 4)                        # one pass, whatever n_samples
-    torch.testing.assert_close(t.weights, t.mean_weights, rtol=0, atol=0)
+    torch.testing.assert_close(t.weights, t.softmax_weights, rtol=0, atol=0)
     torch.testing.assert_close(t.weights, t.scores.masked_fill(~mask[:, None, None], -math.inf).softmax(-1))
     assert torch.equal(next_numbers(g), next_numbers(torch.Generator().manual_seed(0)))
 

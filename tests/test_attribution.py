@@ -40,7 +40,7 @@ def attributed(name, text, **kw):
 # ---- the closed form: a model whose P(positive) is linear in the embeddings -------------------------
 class LinearModel:
     """BamClassifier's surface around p = 1/2 + (1 + eps_s / 10) sum_t w_t . x_t, eps_s ~ N(0, 1) per
-    sample (drawn through the tape), 1 for the mean field: the IG of token t in sample s is exactly
+    sample (drawn through the tape), 1 for the softmax pass: the IG of token t in sample s is exactly
     (1 + eps_s / 10) w_t . (x_t - x'_t), whatever the quadrature."""
 
     stochastic, first_stochastic, n_layers, n_heads, name = True, 1, 1, 1, "linear"
@@ -87,7 +87,7 @@ def test_ig_of_a_linear_function_is_its_closed_form():
     per_token = ((m.bert.embeddings(ids) - m.bert.embeddings(base))[0] * m.w).sum(-1).detach()   # (T,)
     scale = 1 + torch.randn(4, generator=torch.Generator().manual_seed(11)) / 10             # the recorded draws
     torch.testing.assert_close(a.samples, scale[:, None] * per_token, rtol=1e-4, atol=1e-7)
-    torch.testing.assert_close(a.mean_field, per_token, rtol=1e-4, atol=1e-7)
+    torch.testing.assert_close(a.softmax, per_token, rtol=1e-4, atol=1e-7)
     assert a.delta.abs().max() < 1e-5
     assert per_token[0] == 0 and per_token[-1] == 0 and per_token[1:-1].abs().min() > 0   # [CLS], [SEP] kept
     assert a.baseline == BASELINE and a.tokens == ["[CLS]", "one", "three", "seven", "[SEP]"]
@@ -228,7 +228,7 @@ def test_every_sample_is_the_predicted_draw_and_completeness_holds(name):
         assert a.steps == 32 and a.target == "positive"
         # The recording pass is predict_samples' pass: the same numbers, not merely close ones.
         assert torch.equal(a.probs[:S], m.predict_samples([text], n_samples=S, seed=0)[0, :, 1])
-        torch.testing.assert_close(a.probs[S], m.predict_mean_field([text])[0, 1], rtol=0, atol=1e-6)
+        torch.testing.assert_close(a.probs[S], m.predict_softmax([text])[0, 1], rtol=0, atol=1e-6)
         # Captum's f(x) is the replayed network's: it is the recorded draw's, to float32 rounding.
         replayed_fx = a.samples.sum(-1) - a.delta[:S] + a.baseline_probs[:S]
         torch.testing.assert_close(replayed_fx, a.probs[:S], rtol=0, atol=1e-5)
@@ -242,7 +242,7 @@ def test_a_network_whose_nodes_miss_completeness_is_integrated_again_with_more()
     """Why `tolerance` exists: along the path to "not bad at all", bam-lc's P goes from 0.2 at the
     baseline down to 0.02, then from 0.04 to 0.92 between alpha = 0.54 and 0.66: a bump in dP/dalpha
     that 32 Gauss-Legendre nodes, 0.05 apart mid-path, under-resolve (|delta| up to 0.034, in the
-    mean field too); 64 nodes integrate it to 1e-4."""
+    softmax pass too); 64 nodes integrate it to 1e-4."""
     text = SHORT[2]
     plain = attribute(model("bam-lc"), text, tolerance=None)
     refined = attributed("bam-lc", text)
@@ -256,7 +256,7 @@ def test_a_network_whose_nodes_miss_completeness_is_integrated_again_with_more()
 def test_a_deterministic_model_has_one_network_repeated():
     a = attributed("softmax", SHORT[0])
     assert a.samples.shape == (8, len(a.tokens)) and a.samples.stride(0) == 0       # a view of one row
-    torch.testing.assert_close(a.samples[0], a.mean_field, rtol=0, atol=1e-6)       # softmax: f(E[z]) = f(z)
+    torch.testing.assert_close(a.samples[0], a.softmax, rtol=0, atol=1e-6)       # softmax: f(softmax) = f(z)
     assert torch.equal(a.band[0], a.band[1]) and torch.equal(a.mean, a.samples[0])
 
 
@@ -278,7 +278,7 @@ def test_the_same_seed_gives_the_same_attribution_and_others_differ():
     c = attribute(m, SHORT[2], seed=4, steps=4, tolerance=None)
     assert torch.equal(a.samples, b.samples) and torch.equal(a.delta, b.delta)
     assert not torch.allclose(a.samples, c.samples, atol=1e-4)
-    assert torch.equal(a.mean_field, c.mean_field)          # no noise in the mean field
+    assert torch.equal(a.softmax, c.softmax)                # no noise in the deterministic pass
 
 
 def test_targets_negative_positive_and_predicted():
@@ -319,7 +319,7 @@ def test_chunks_cut_by_the_working_memory_give_the_same_attribution(monkeypatch)
                                          ("dirichlet", {"concentration": 1e4}), ("bam-lc", {"sigma": 3.0})])
 def test_extreme_hyperparameters_give_finite_attributions(name, hyper):
     a = attribute(model(name), SHORT[2], n_samples=4, steps=4, tolerance=None, **hyper)
-    assert all(torch.isfinite(t).all() for t in (a.samples, a.mean_field, a.delta, a.probs))
+    assert all(torch.isfinite(t).all() for t in (a.samples, a.softmax, a.delta, a.probs))
 
 
 # ---- attention attribution --------------------------------------------------------------------------
@@ -331,9 +331,9 @@ def test_attention_attribution_is_complete_and_zero_where_the_weights_are(name, 
     m, S = model(name), 4
     a = attribute(m, SHORT[2], n_samples=S, steps=32, layer=layer, tolerance=None).attention
     T, H = len(m.tokenize(SHORT[2])), m.n_heads
-    assert a.layer == layer and a.mean_field.shape == (H, T, T) and a.samples.shape == (S, H, T, T)
+    assert a.layer == layer and a.softmax.shape == (H, T, T) and a.samples.shape == (S, H, T, T)
     assert a.weights.shape == (S + 1, H, T, T) and a.delta.shape == (S + 1,) and (a.nodes == 32).all()
-    maps = torch.cat([a.samples, a.mean_field[None]])
+    maps = torch.cat([a.samples, a.softmax[None]])
     change = maps.sum((1, 2, 3)) - a.delta                            # f(A) - f(0), per network
     assert change.abs().min() > 0.01 and a.delta.abs().max() < 1e-4, (change, a.delta)
     assert (maps[a.weights == 0] == 0).all() and (maps != 0).any()
@@ -354,20 +354,20 @@ def test_a_probe_holding_weights_of_another_shape_is_refused():
     ids = torch.tensor([m.tokenizer.encode(SHORT[0])[0]])
     nets = _Networks(m, ids, 1, 0, m.hyper(), 2)
     with pytest.raises(RuntimeError, match="the probe holds"), nets.probing(torch.zeros(1, m.n_heads, 3, 3)):
-        m.predict_mean_field([SHORT[0]])
+        m.predict_softmax([SHORT[0]])
 
 
 def test_a_probe_touches_only_its_own_thread():
     m = model("softmax")
-    expected = m.predict_mean_field([SHORT[0]])
+    expected = m.predict_softmax([SHORT[0]])
     core = m.bert.layers[2].attention.self.core
     seen = []
 
     def other():
-        seen.append(m.predict_mean_field([SHORT[0]]))
+        seen.append(m.predict_softmax([SHORT[0]]))
 
     with probe(core, torch.zeros_like):
-        inside = m.predict_mean_field([SHORT[0]])
+        inside = m.predict_softmax([SHORT[0]])
         worker = threading.Thread(target=other)
         worker.start()
         worker.join()
@@ -425,7 +425,7 @@ def test_the_path_goes_through_the_embedding_output_as_layer_integrated_gradient
         lig = LayerIntegratedGradients(nets.batch([0, 1, 2]).of_ids, m.bert.embeddings)
         theirs = lig.attribute(ids.expand(3, -1), baselines=baseline.expand(3, -1), target=1, n_steps=16,
                                method="gausslegendre").sum(-1).detach()
-    torch.testing.assert_close(torch.cat([ours.samples, ours.mean_field[None]]), theirs, rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(torch.cat([ours.samples, ours.softmax[None]]), theirs, rtol=1e-4, atol=1e-6)
 
 
 def test_an_attribution_leaves_other_threads_passes_alone():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -11,6 +12,7 @@ import torch
 from fake_result import make_fake_result
 
 from bam_viz import charts, families
+from bam_viz.labels import LABELS
 
 FAMILIES = ["weibull", "lognormal", "dirichlet", "categorical", "softmax", "mc-dropout"]
 
@@ -84,17 +86,19 @@ def test_expected_traces(family):
     layer = r.stochastic_layers[-1] if r.stochastic_layers else 0
     f = all_figures(r, layer)
     names = [t.name for t in f["prior_posterior"].data]
-    assert names == ["prior mean π_j", "posterior mean"]
+    assert names == [LABELS["prior_mean"], LABELS["posterior_mean"], LABELS["prior_pi"], LABELS["softmax_weights"]]
     assert all(len(t.x) == len(r.tokens) for t in f["prior_posterior"].data)
     S = r.sample_weights.shape[0]
     heatmaps = [t for t in f["maps"].data if isinstance(t, go.Heatmap)]
-    assert len(heatmaps) == 2 + min(4, S)
-    assert heatmaps[0].name.startswith("mean") and heatmaps[1].name.startswith("std")
+    assert len(heatmaps) == 3 + min(3, S)
+    assert [t.name for t in heatmaps[:2]] == [LABELS["posterior_mean"], LABELS["softmax_weights"]]
+    assert heatmaps[2].name.startswith("std")
     pred_names = [t.name for t in f["prediction"].data]
-    assert "f(E[z]): mean attention" in pred_names and "E[f(z)]: average over samples" in pred_names
+    assert {LABELS["mean_attention"], LABELS["softmax"], "E[f(z)]: average over samples"} <= set(pred_names)
     assert sum(f["prediction"].data[0].y) == S
+    # aleatoric + epistemic: the expected entropy and the (bias-corrected) MI, counted from 0
     entropy_total = sum(t.x[0] for t in f["entropy"].data)
-    assert entropy_total == pytest.approx(r.predictive_entropy, abs=1e-6)
+    assert entropy_total == pytest.approx(r.expected_entropy + max(r.mutual_information, 0.0), abs=1e-6)
     density_lines = [t.name for t in f["density"].data]
     if family in ("weibull", "lognormal", "dirichlet"):
         assert density_lines == ["prior", "posterior q"]
@@ -104,12 +108,17 @@ def test_expected_traces(family):
         assert f["density"].layout.annotations
 
 
-def test_mean_field_and_mc_lines_sit_at_their_values():
+def test_the_three_predictions_sit_at_their_values_in_their_own_styles():
     r = fake("weibull")
+    assert len({float(r.mc_probs[1]), float(r.mean_attention_probs[1]), float(r.softmax_probs[1])}) == 3
     fig = charts.prediction_figure(r)
     lines = {t.name: t for t in fig.data}
-    assert lines["f(E[z]): mean attention"].x[0] == pytest.approx(float(r.mean_field_probs[1]))
-    assert lines["E[f(z)]: average over samples"].x[0] == pytest.approx(float(r.mc_probs[1]))
+    expected = {"E[f(z)]: average over samples": r.mc_probs, LABELS["mean_attention"]: r.mean_attention_probs,
+                LABELS["softmax"]: r.softmax_probs}
+    for name, probs in expected.items():
+        assert list(lines[name].x) == pytest.approx([float(probs[1])] * 2), name
+    styles = {(lines[name].line.color, lines[name].line.dash) for name in expected}
+    assert len(styles) == 3                                      # told apart by colour and dash
 
 
 def row_labels(fig: go.Figure, trace) -> list[str]:
@@ -151,7 +160,7 @@ def test_sizes(T):
 
 def test_small_multiples_share_one_pair_of_axes():
     r = fake("weibull", T=3, S=5, L=1, H=1, stochastic_layers=[0], tokens=["[CLS]", "good", "[SEP]"])
-    fig = charts.sampled_maps_figure(r, 0, 0, n_show=5)           # 7 maps: rows of 3, 3, then 1
+    fig = charts.sampled_maps_figure(r, 0, 0, n_show=4)           # 7 maps: rows of 3, 3, then 1
     maps = [t for t in fig.data if t.type == "heatmap"]
     xcats, ycats = list(fig.layout.xaxis.categoryarray), list(fig.layout.yaxis.categoryarray)
     # every map's categories are on the axes, in blocks that do not overlap, and read as the tokens
@@ -166,7 +175,7 @@ def test_small_multiples_share_one_pair_of_axes():
         row, col = divmod(i, 3)
         assert xcats.index(t.x[0]) == col * 4 and ycats.index(t.y[0]) == row * 4
         assert fig.layout.annotations[i].text == t.name
-    assert [t.name for t in maps[:2]] == ["mean (posterior)", "std over 5 samples"]
+    assert [t.name for t in maps[:3]] == [LABELS["posterior_mean"], LABELS["softmax_weights"], "std over 5 samples"]
 
 
 def test_extreme_weights_and_huge_kl():
@@ -175,12 +184,13 @@ def test_extreme_weights_and_huge_kl():
     one_hot[..., 0] = 1.0                                        # all mass on [CLS]: zeros and ones
     r.sample_weights = one_hot
     r.prior_sample_weights = one_hot.clone()
-    r.mean_weights = one_hot[0].clone()
+    r.softmax_weights = one_hot[0].clone()
     r.kl = torch.tensor([[1e30, float("inf")], [float("nan"), 0.0]])
     r.stochastic_layers = [0, 1]
     r.sample_probs = torch.tensor([[0.0, 1.0]] * 3 + [[1.0, 0.0]] * 3)
     r.mc_probs = r.sample_probs.mean(0)
-    r.mean_field_probs = torch.tensor([0.0, 1.0])
+    r.softmax_probs = r.mean_attention_probs = torch.tensor([0.0, 1.0])
+    r.mean_attention_slopes = None
     figs = all_figures(r, 1)
     for fig in figs.values():
         assert_finite(fig)
@@ -196,7 +206,7 @@ def test_extreme_weights_and_huge_kl():
 def test_weights_nan_do_not_blank_the_maps():
     r = fake("lognormal", T=4, S=3, L=1, H=1, stochastic_layers=[0])
     r.sample_weights[0, 0, 0, 0, 0] = float("nan")
-    r.mean_weights[0, 0, 1, 1] = float("inf")
+    r.softmax_weights[0, 0, 1, 1] = float("inf")
     for fig in all_figures(r, 0).values():
         assert_finite(fig)
 
@@ -235,12 +245,19 @@ def test_captions_escape_markdown():
 def test_captions_mention_the_numbers():
     r = fake("weibull")
     cap = charts.prediction_caption(r)
-    assert f"{float(r.mc_probs[1]):.3f}" in cap and f"{float(r.mean_field_probs[1]):.3f}" in cap
-    assert f"{r.gap:+.3f}" in cap and f"{r.mutual_information:.3f}" in cap
+    for probs in (r.mc_probs, r.mean_attention_probs, r.softmax_probs):
+        assert f"{float(probs[1]):.3f}" in cap
+    assert f"E[f(z)] − f(E[w]) = {r.gap:+.3f} ± {r.se.gap:.3f}" in cap
+    assert f"E[f(z)] − f(softmax) = {r.gap_softmax:+.3f} ± {r.se.gap_softmax:.3f}" in cap
+    shift = float(r.mean_attention_probs[1] - r.softmax_probs[1])
+    assert f"f(E[w]) − f(softmax) = {charts.signed(shift)}" in cap
+    assert f"{r.mutual_information:.3f}" in cap and "bias-corrected by the jackknife" in cap
     assert f"{r.expected_entropy:.3f}" in cap
     cap = charts.prior_posterior_caption(r, 5, 0, 0)
-    post = r.mean_weights[5, 0, 0]
-    assert f"{float(post.max()):.2f}" in cap
+    post = r.posterior_mean_weights[5, 0, 0]
+    top = int(post.argmax())
+    assert f"{float(post[top]):.2f} on average" in cap
+    assert f"the deterministic pass gives it {float(r.softmax_weights[5, 0, 0, top]):.2f}" in cap
     cap = charts.layer_head_caption(r)
     assert f"{float(r.spread[4:].max()):.3f}" in cap and f"{float(r.kl[4:].max()):.3g}" in cap
     cap = charts.sampled_maps_caption(r, 5, 0)
@@ -332,7 +349,70 @@ def test_colour_scales_are_fixed_per_quantity_unless_relative():
     assert "0 to 1" in maps.coloraxis.colorbar.title.text and "0 to 0.5" in maps.coloraxis2.colorbar.title.text
     relative = charts.sampled_maps_figure(r, 5, 0, relative=True)
     axis = relative.layout.coloraxis2
-    assert axis.cmax == pytest.approx(np.asarray(relative.data[1].z).max()) and "relative" in axis.colorbar.title.text
+    assert axis.cmax == pytest.approx(np.asarray(relative.data[2].z).max()) and "relative" in axis.colorbar.title.text
+
+
+def slider_extremes(family: str) -> list[dict]:
+    """The trained values, then each hyperparameter at each end of its slider."""
+    spec = families.get("softmax" if family == "mc-dropout" else family)
+    return [{}] + [{name: getattr(spec.spec(name), end)} for name in spec.hyper_names for end in ("low", "high")]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_bars_are_monte_carlo_means_with_the_softmax_marked(family):
+    """Each bar is the mean of its draws (the normalised weights' Monte Carlo mean, not the softmax),
+    with a marker on it at its softmax: pi on the prior's, softmax(psi) on the posterior's."""
+    for hyper in slider_extremes(family):
+        r = fake(family, hyper=hyper)
+        for layer in sorted({0, *r.stochastic_layers}):
+            fig = charts.prior_posterior_figure(r, layer, 0, 1)
+            prior_bar, post_bar, pi, soft = fig.data
+            assert_finite(fig)
+            mean = lambda t: charts._np(t.double().mean(0))  # noqa: E731
+            np.testing.assert_allclose(post_bar.y, mean(r.sample_weights[:, layer, 0, 1]), rtol=1e-6, atol=1e-30)
+            np.testing.assert_allclose(prior_bar.y, mean(r.prior_draws(layer, 0)[:, 1]), rtol=1e-6, atol=1e-30)
+            np.testing.assert_array_equal(soft.y, charts._np(r.softmax_weights[layer, 0, 1]))
+            np.testing.assert_array_equal(pi.y, charts._np(r.prior_weights[layer, 0, 1]))
+            assert (soft.type, pi.type) == ("scatter", "scatter") and soft.mode == pi.mode == "markers"
+            # each marker on its own bar: grouped like the bars, with the same gap
+            assert soft.offsetgroup == post_bar.offsetgroup != pi.offsetgroup == prior_bar.offsetgroup
+            assert fig.layout.barmode == fig.layout.scattermode == "group"
+            assert fig.layout.scattergap == fig.layout.bargap
+            caption = charts.prior_posterior_caption(r, layer, 0, 1)
+            if layer in r.stochastic_layers and r.n_samples >= 2:
+                post = charts._np(r.posterior_mean_weights[layer, 0, 1])
+                assert f"{post[int(post.argmax())]:.2f} on average" in caption, (hyper, layer)
+
+
+def test_the_maps_begin_with_the_monte_carlo_mean_then_the_softmax():
+    for family in FAMILIES:
+        r = fake(family)
+        layer = r.stochastic_layers[-1] if r.stochastic_layers else 0
+        maps = [t for t in charts.sampled_maps_figure(r, layer, 0).data if t.type == "heatmap"]
+        np.testing.assert_allclose(maps[0].z, r.sample_weights[:, layer, 0].double().mean(0).numpy(), rtol=1e-6)
+        np.testing.assert_array_equal(maps[1].z, r.softmax_weights[layer, 0].double().numpy())
+
+
+@pytest.mark.parametrize("family", ["mc-dropout", "softmax"])
+def test_without_drawn_attention_the_two_gaps_are_one(family):
+    r = fake(family)
+    assert r.gap == r.gap_softmax
+    caption = charts.prediction_caption(r)
+    assert "f(E[w]) − f(softmax)" not in caption
+    if family == "mc-dropout":
+        assert "f(E[z]) is the deterministic pass" in caption
+    else:
+        assert "E[f(z)], f(E[w]) and f(softmax) coincide" in caption
+
+
+def test_the_sweep_draws_both_references_and_says_how_the_mi_is_estimated():
+    s = _sweep([0.2, -0.001, 0.01, 0.0, 0.0])
+    lines = {t.name: t for t in charts.sweep_figure(s).data}
+    np.testing.assert_array_equal(lines[LABELS["mean_attention"]].y, s.p_mean_attention)
+    np.testing.assert_array_equal(lines[LABELS["softmax"]].y, s.p_softmax)
+    mi = lines["mutual information (nats), bias-corrected (jackknife)"]
+    assert min(mi.y) == 0.0 and mi.customdata[1][0] == -0.001      # drawn from 0, hovered as estimated
+    assert lines[LABELS["mean_attention"]].line.dash != lines[LABELS["softmax"]].line.dash
 
 
 @pytest.fixture(scope="module")
@@ -375,6 +455,37 @@ def test_a_constant_spread_grid_does_not_span_the_colour_scale():
         assert np.ptp(positions) < 1e-3, relative                # one colour for one value
         assert positions.max() < (0.1 if not relative else 0.6)  # fixed: near the bottom; relative: the middle
     assert "varies alike" in charts.layer_head_caption(r)
+
+
+def test_at_small_k_the_bars_leave_the_softmax_and_stay_inside_their_whiskers(bam_wc):
+    """bam-wc at k = 0.2 on "A glorious mess.", layer 5 head 0, [CLS]: the normalised weights' mean
+    is far from softmax(psi) (0.41 on [CLS]); the bars are that mean, the markers the softmax."""
+    r = bam_wc.explain("A glorious mess.", 16, seed=0, shape_k=0.2)
+    layer, head, query = 5, 0, 0
+    fig = charts.prior_posterior_figure(r, layer, head, query)
+    prior_bar, post_bar, pi, soft = fig.data
+    mean = r.sample_weights[:, layer, head, query].double().mean(0).numpy()
+    np.testing.assert_allclose(post_bar.y, mean, rtol=1e-6)
+    np.testing.assert_array_equal(post_bar.y, charts._np(r.posterior_mean_weights[layer, head, query]))
+    np.testing.assert_array_equal(soft.y, charts._np(r.softmax_weights[layer, head, query]))
+    np.testing.assert_allclose(prior_bar.y, r.prior_draws(layer, head)[:, query].double().mean(0).numpy(), rtol=1e-6)
+    np.testing.assert_array_equal(pi.y, charts._np(r.prior_weights[layer, head, query]))
+    assert np.abs(post_bar.y - soft.y).max() > 0.1                # the bars moved with k; the markers did not
+    for bar in (prior_bar, post_bar):
+        lo, hi = np.asarray(bar.customdata).T
+        assert (lo <= bar.y).all() and (bar.y <= hi).all()        # inside their 5-95% whiskers
+    caption = charts.prior_posterior_caption(r, layer, head, query)
+    top = int(mean.argmax())
+    assert f"{r.posterior_mean_weights[layer, head, query, top]:.2f} on average" in caption
+    assert "towards uniform, the more as k shrinks" in caption
+    maps = [t for t in charts.sampled_maps_figure(r, layer, head).data if t.type == "heatmap"]
+    np.testing.assert_allclose(maps[0].z, r.sample_weights[:, layer, head].double().mean(0).numpy(), rtol=1e-6)
+    np.testing.assert_array_equal(maps[1].z, charts._np(r.softmax_weights[layer, head]))
+    cap = charts.prediction_caption(r)
+    assert f"f(E[w]) = {float(r.mean_attention_probs[1]):.3f}" in cap
+    assert f"f(softmax) = {float(r.softmax_probs[1]):.3f}" in cap
+    assert " ".join(charts.with_se(r, "gap", r.gap, sign=True)) in cap
+    assert " ".join(charts.with_se(r, "gap_softmax", r.gap_softmax, sign=True)) in cap
 
 
 def test_kl_colour_bar_ticks_are_distinct(bam_wc):
@@ -434,8 +545,10 @@ def test_signed_never_prints_minus_zero():
     assert charts.signed(-0.0001) == "+0.000" and charts.signed(0.0) == "+0.000"
     assert charts.signed(-0.0126) == "-0.013" and charts.signed(0.2) == "+0.200"
     r = fake("weibull")
-    r.mc_probs, r.mean_field_probs = torch.tensor([0.5, 0.5]), torch.tensor([0.50001, 0.49999])
-    assert "The gap, +0.000," in charts.prediction_caption(r)
+    r.mc_probs = torch.tensor([0.5, 0.5])
+    r.mean_attention_probs, r.softmax_probs = torch.tensor([0.50001, 0.49999]), torch.tensor([0.49999, 0.50001])
+    caption = charts.prediction_caption(r)
+    assert "E[f(z)] − f(E[w]) = +0.000 ±" in caption and "E[f(z)] − f(softmax) = +0.000 ±" in caption
 
 
 @pytest.mark.parametrize("total, epistemic, says", [
@@ -445,7 +558,7 @@ def test_signed_never_prints_minus_zero():
 ])
 def test_the_uncertainty_verdict_follows_the_numbers(total, epistemic, says):
     class R:
-        predictive_entropy, mutual_information = total, epistemic
+        expected_entropy, mutual_information = total - epistemic, epistemic
     assert says in charts.uncertainty_verdict(R())
 
 
@@ -500,7 +613,8 @@ def test_the_density_message_fits_a_narrow_column(family):
 def test_one_sample_of_a_stochastic_layer_is_not_called_deterministic():
     r = fake("weibull", S=1)                                     # layers 4, 5 stochastic
     for caption in all_captions(r, 5):
-        assert "deterministic" not in caption.replace("ordinary, deterministic attention", ""), caption
+        rest = caption.replace("ordinary, deterministic attention", "").replace("deterministic pass", "")
+        assert "deterministic" not in rest, caption
     assert "1 attention sample was drawn" in charts.sampled_maps_caption(r, 5, 0)
     assert "1 attention sample" in charts.layer_head_caption(r)
     assert "deterministic" in charts.sampled_maps_caption(r, 0, 0)             # layer 0 is
@@ -530,7 +644,7 @@ def test_singular_and_plural():
     one = fake("weibull", S=1)
     assert charts.prediction_figure(one).layout.title.text.endswith("across 1 attention sample")
     assert charts.prediction_figure(fake("weibull")).layout.title.text.endswith("across 8 attention samples")
-    assert charts.sampled_maps_figure(one, 5, 0).data[1].name == "std over 1 sample"
+    assert charts.sampled_maps_figure(one, 5, 0).data[2].name == "std over 1 sample"
     assert "1 attention samples" not in " ".join(all_captions(one, 5) + all_captions(fake("softmax"), 5))
     assert charts.count(1, "sample") == "1 sample" and charts.count(0, "sample") == "0 samples"
 
@@ -575,8 +689,8 @@ def _sweep(mi, trained=3.0):
     values = np.array([0.2, 1.0, 3.0, 10.0, 1000.0])
     p = np.array([0.4, 0.5, 0.6, 0.62, 0.62])
     return Sweep(name="shape_k", values=values, p_mc=p, p_mc_se=np.array([0.05, 0.02, 0.01, 0.0, 0.0]),
-                 p_mean_field=np.full(5, 0.62), mutual_information=np.asarray(mi, dtype=float), trained=trained,
-                 scale="log", n_samples=32, seed=0)
+                 p_mean_attention=np.array([0.45, 0.55, 0.61, 0.62, 0.62]), p_softmax=np.full(5, 0.62),
+                 mutual_information=np.asarray(mi, dtype=float), trained=trained, scale="log", n_samples=32, seed=0)
 
 
 def test_sweep_figure_marks_the_band_and_both_values():
@@ -597,10 +711,11 @@ def test_sweep_figure_marks_the_band_and_both_values():
 
 
 def test_sweep_caption_reads_the_numbers():
-    assert "disagree most at shape_k = 0.2 (mutual information 0.200 nats)" in charts.sweep_caption(
-        _sweep([0.2, 0.05, 0.01, 0.0, 0.0]), current=1.0)
+    busy = charts.sweep_caption(_sweep([0.2, 0.05, 0.01, 0.0, 0.0]), current=1.0)
+    assert "disagree most at shape_k = 0.2 (mutual information 0.200 nats, bias-corrected (jackknife))" in busy
     calm = charts.sweep_caption(_sweep([0.0, 0.0, 0.0, 0.0, 0.0]), current=1.0)
-    assert "agree everywhere" in calm and "E[f(z)] = 0.500 ± 0.020" in calm
+    assert "agree everywhere" in calm
+    assert "E[f(z)] = 0.500 ± 0.020, f(E[w]) = 0.550 and f(softmax) = 0.620" in calm
 
 
 # ---- long sentences: a window of tokens ---------------------------------------------------------
@@ -635,9 +750,10 @@ def test_a_long_sentence_shows_a_window_of_real_weights():
         for axis in (t.x, t.y):
             assert [label.replace(charts.ZERO_WIDTH, "") for label in axis] == labels
     # every cell is the real weight: no renormalising over the keys shown
-    np.testing.assert_allclose(maps[0].z, r.mean_weights[layer, 0].double().numpy()[cells])
-    np.testing.assert_allclose(maps[1].z, r.sample_weights[:, layer, 0].double().std(0).numpy()[cells])
-    np.testing.assert_allclose(maps[2].z, r.sample_weights[0, layer, 0].double().numpy()[cells])
+    np.testing.assert_allclose(maps[0].z, r.sample_weights[:, layer, 0].double().mean(0).numpy()[cells], rtol=1e-6)
+    np.testing.assert_allclose(maps[1].z, r.softmax_weights[layer, 0].double().numpy()[cells])
+    np.testing.assert_allclose(maps[2].z, r.sample_weights[:, layer, 0].double().std(0).numpy()[cells])
+    np.testing.assert_allclose(maps[3].z, r.sample_weights[0, layer, 0].double().numpy()[cells])
     assert np.asarray(maps[0].z).sum(-1).max() < 1.0
     layout = fig.layout
     assert layout.xaxis.showticklabels and layout.yaxis.showticklabels
@@ -647,9 +763,12 @@ def test_a_long_sentence_shows_a_window_of_real_weights():
     default = charts.sampled_maps_figure(r, layer, 0)
     assert np.asarray(default.data[0].z).shape == (W, W) and f"{W} of {T} tokens" in default.layout.title.text
     bars = charts.prior_posterior_figure(r, layer, 0, 70, shown=shown)
-    for t, weights in zip(bars.data, (r.prior_weights, r.mean_weights), strict=True):
+    prior_mean = r.prior_draws(layer, 0)[:, 70].double().mean(0)
+    post_mean = r.sample_weights[:, layer, 0, 70].double().mean(0)
+    expected = (prior_mean, post_mean, r.prior_weights[layer, 0, 70], r.softmax_weights[layer, 0, 70])
+    for t, weights in zip(bars.data, expected, strict=True):
         assert list(t.x) == labels
-        np.testing.assert_allclose(t.y, weights[layer, 0, 70].double().numpy()[shown])
+        np.testing.assert_allclose(t.y, weights.double().numpy()[shown], rtol=1e-6)
     assert bars.layout.xaxis.showticklabels and f"{W} of {T} keys" in bars.layout.title.text
     assert len(charts.prior_posterior_figure(r, layer, 0, 70).data[0].x) == W    # default: around the query
 
@@ -662,7 +781,7 @@ def test_a_short_sentence_shows_every_token_as_before():
         fig = build(None)
         assert fig.to_json() == build(every).to_json()
         assert " of 10 " not in fig.layout.title.text
-    np.testing.assert_allclose(charts.sampled_maps_figure(r, 5, 0).data[0].z, r.mean_weights[5, 0].double())
+    np.testing.assert_allclose(charts.sampled_maps_figure(r, 5, 0).data[0].z, r.posterior_mean_weights[5, 0].double())
     for caption in (charts.sampled_maps_caption(r, 5, 0), charts.prior_posterior_caption(r, 5, 0, 3)):
         assert " of 10 " not in caption and "not shown" not in caption
     assert "each row sums to 1)" in charts.sampled_maps_caption(r, 5, 0)
@@ -681,7 +800,7 @@ def test_window_captions_say_how_much_weight_is_shown():
     T, W = 128, charts.TOKEN_WINDOW
     r = fake("weibull", T=T, S=4)
     shown = charts.token_window(T, 60)
-    mean = r.mean_weights[5, 0].double().numpy()
+    mean = r.posterior_mean_weights[5, 0].double().numpy()
     cap = charts.sampled_maps_caption(r, 5, 0, shown=shown)
     assert f"{W} of {T} tokens" in cap and "each row sums to 1 over all its keys" in cap
     assert f"{mean[np.ix_(shown, shown)].sum(-1).mean():.2f} on average" in cap
@@ -690,10 +809,12 @@ def test_window_captions_say_how_much_weight_is_shown():
     query = 70
     cap = charts.prior_posterior_caption(r, 5, 0, query, shown=shown)
     assert f"{W} of {T} keys" in cap
-    assert f"hold {mean[query, shown].sum():.2f} of the query's mean attention" in cap
+    assert f"hold {mean[query, shown].sum():.2f} of the query's mean attention E[w]" in cap
     for top, inside in ((62, True), (12, False)):                 # “film” in the window, then left of it
-        r.mean_weights[5, 0, query] = 0.1 / (T - 1)
-        r.mean_weights[5, 0, query, top] = 0.9
+        weights = r.sample_weights.clone()
+        weights[:, 5, 0, query] = 0.1 / (T - 1)
+        weights[:, 5, 0, query, top] = 0.9
+        r = dataclasses.replace(r, sample_weights=weights)        # a new result: E[w] is cached
         cap = charts.prior_posterior_caption(r, 5, 0, query, shown=shown)
         assert "attends most to “film”" in cap and ("is not among the bars shown" in cap) is not inside
     for deterministic in (charts.sampled_maps_caption(r, 0, 0, shown=shown),
@@ -701,18 +822,17 @@ def test_window_captions_say_how_much_weight_is_shown():
         assert f"{W} of {T}" in deterministic
 
 
-def _with_samples(r, p_positive, mean_field=0.5):
-    import dataclasses
-
-    import torch
-
+def _with_samples(r, p_positive, at_mean=0.5):
+    """`r` with these P(positive) samples, f(E[w]) = f(softmax) = `at_mean` and no jackknife
+    replicates: both gaps' SE is then the paired one."""
     probs = torch.tensor([[1 - p, p] for p in p_positive])
+    at = torch.tensor([1 - at_mean, at_mean])
     return dataclasses.replace(r, sample_probs=probs, mc_probs=probs.mean(0), n_samples=len(p_positive),
-                               mean_field_probs=torch.tensor([1 - mean_field, mean_field]))
+                               softmax_probs=at, mean_attention_probs=at, mean_attention_slopes=None)
 
 
 def test_with_se_gives_value_and_error_to_the_same_decimals():
-    r = _with_samples(fake("weibull"), [0.2, 0.4, 0.9, 0.5], mean_field=0.6)      # SE 0.147
+    r = _with_samples(fake("weibull"), [0.2, 0.4, 0.9, 0.5], at_mean=0.6)      # SE 0.147
     assert charts.with_se(r, "p_positive", 0.5) == ("0.500", "± 0.147")
     assert charts.with_se(r, "gap", r.gap, sign=True) == (charts.signed(r.gap, 3), "± 0.147")
     tiny = _with_samples(fake("weibull"), [0.5001, 0.5002, 0.5003, 0.5004])
@@ -726,9 +846,9 @@ def test_with_se_gives_value_and_error_to_the_same_decimals():
 
 
 def test_the_gap_verdict_compares_it_with_two_standard_errors():
-    noisy = _with_samples(fake("weibull"), [0.2, 0.4, 0.9, 0.5], mean_field=0.6)    # |gap| 0.1 < 0.29
+    noisy = _with_samples(fake("weibull"), [0.2, 0.4, 0.9, 0.5], at_mean=0.6)    # |gap| 0.1 < 0.29
     assert "not distinguishable from zero" in charts.monte_carlo_caption(noisy)
-    clear = _with_samples(fake("weibull"), [0.80, 0.81, 0.79, 0.80], mean_field=0.6)  # |gap| 0.2 > 0.01
-    assert "The gap is distinguishable from zero" in charts.monte_carlo_caption(clear)
+    clear = _with_samples(fake("weibull"), [0.80, 0.81, 0.79, 0.80], at_mean=0.6)  # |gap| 0.2 > 0.01
+    assert "The gap E[f(z)] − f(E[w]) is distinguishable from zero" in charts.monte_carlo_caption(clear)
     assert "Raise n_samples" in charts.monte_carlo_caption(_with_samples(fake("weibull"), [0.7]))
     assert "exact" in charts.monte_carlo_caption(fake("softmax"))

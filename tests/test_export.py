@@ -32,17 +32,28 @@ def test_view_json_holds_the_selected_head_with_its_settings():
         "n_samples": 32, "seed": 7, "layer": 5, "head": 3}
     pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
     assert header["bam_viz_version"] == package_version() == pyproject["project"]["version"]
-    assert view["headline"] == pytest.approx({
-        "p_positive": float(r.mc_probs[1]), "p_positive_mean_field": float(r.mean_field_probs[1]), "gap": r.gap,
-        "mutual_information": r.mutual_information, "predictive_entropy": r.predictive_entropy,
-        "expected_entropy": r.expected_entropy, "se_p_positive": r.se.p_positive, "se_gap": r.se.gap,
+    headline = dict(view["headline"])
+    assert headline.pop("se_estimators") == r.se.ESTIMATORS
+    assert headline.pop("mutual_information_estimator") == "bias-corrected (jackknife)"
+    assert headline == pytest.approx({
+        "p_positive": float(r.mc_probs[1]), "p_positive_mean_attention": float(r.mean_attention_probs[1]),
+        "p_positive_softmax": float(r.softmax_probs[1]), "gap": r.gap, "gap_softmax": r.gap_softmax,
+        "mutual_information": r.mutual_information, "mutual_information_plugin": r.mutual_information_plugin,
+        "predictive_entropy": r.predictive_entropy, "expected_entropy": r.expected_entropy,
+        "se_p_positive": r.se.p_positive, "se_gap": r.se.gap, "se_gap_softmax": r.se.gap_softmax,
         "se_mutual_information": r.se.mutual_information, "gap_distinguishable": r.gap_distinguishable})
+    # what each weight is, by name: the samples' mean, the deterministic pass, the prior's pi and mean
+    sampled = r.sample_weights[:, 5, 3].double()
     for name, full in (("sample_weights", r.sample_weights[:, 5, 3]), ("prior_sample_weights", r.prior_draws(5, 3)),
-                       ("mean_weights", r.mean_weights[5, 3]), ("prior_weights", r.prior_weights[5, 3]),
+                       ("posterior_mean_weights", sampled.mean(0)),
+                       ("posterior_mean_se", sampled.std(0) / 32**0.5),
+                       ("softmax_weights", r.softmax_weights[5, 3]), ("prior_pi_weights", r.prior_weights[5, 3]),
+                       ("prior_mean_weights", r.prior_draws(5, 3).double().mean(0)),
                        ("sample_probs", r.sample_probs)):
         got = torch.tensor(view[name], dtype=torch.float64)
         assert got.shape == full.shape, name
         torch.testing.assert_close(got, full.double(), rtol=1e-5, atol=1e-12)   # 6 significant digits
+    assert not any("mean_field" in key or key == "mean_weights" for key in (*view, *view["headline"]))
     assert view["kl"] == pytest.approx(float(r.kl[5, 3]))
     # All 72 heads, every sample and prior draw: some MB. One head: tens of kB.
     size = len(json.dumps(view))
@@ -66,9 +77,47 @@ def test_view_csv_is_long_form_under_the_same_header():
     assert (row["query_token"], row["key_token"]) == (r.tokens[4], r.tokens[6])
     assert float(row["weight"]) == pytest.approx(float(r.sample_weights[2, 5, 3, 4, 6]), rel=1e-5)
     assert float(row["prior_draw"]) == pytest.approx(float(r.prior_draws(5, 3)[2, 4, 6]), rel=1e-5)
-    assert float(row["mean_weight"]) == pytest.approx(float(r.mean_weights[5, 3, 4, 6]), rel=1e-5)
-    assert float(row["prior_weight"]) == pytest.approx(float(r.prior_weights[5, 3, 4, 6]), rel=1e-5)
+    assert list(rows[0]) == export.CSV_COLUMNS
+    cell = r.sample_weights[:, 5, 3, 4, 6].double()
+    for column, value in (("posterior_mean_weight", cell.mean()), ("posterior_mean_se", cell.std() / S**0.5),
+                          ("softmax_weight", r.softmax_weights[5, 3, 4, 6]),
+                          ("prior_pi_weight", r.prior_weights[5, 3, 4, 6]),
+                          ("prior_mean_weight", r.prior_draws(5, 3)[:, 4, 6].double().mean())):
+        assert float(row[column]) == pytest.approx(float(value), rel=1e-5), column
     assert float(row["sample_p_positive"]) == pytest.approx(float(r.sample_probs[2, 1]), rel=1e-5)
+
+
+def test_the_full_download_names_every_mean_and_both_gaps():
+    import json
+
+    r = _eleven_tokens()
+    full = export.full_json(r)
+    assert json.loads(json.dumps(full, allow_nan=False)) == full                  # strict JSON
+    torch.testing.assert_close(torch.tensor(full["posterior_mean_weights"], dtype=torch.float64),
+                               r.sample_weights.double().mean(0), rtol=1e-6, atol=1e-12)
+    torch.testing.assert_close(torch.tensor(full["softmax_weights"]), r.softmax_weights.double().float(),
+                               rtol=0, atol=0, check_dtype=False)
+    torch.testing.assert_close(torch.tensor(full["prior_mean_weights"], dtype=torch.float64),
+                               r.prior_sample_weights.double().mean(0), rtol=1e-12, atol=0)
+    for name in ("mc_probs", "mean_attention_probs", "softmax_probs", "mean_attention_slopes"):
+        torch.testing.assert_close(torch.tensor(full[name]), getattr(r, name).double(), check_dtype=False)
+    assert (full["gap"], full["gap_softmax"], full["se_gap"], full["se_gap_softmax"]) == (
+        r.gap, r.gap_softmax, r.se.gap, r.se.gap_softmax)
+    assert not any("mean_field" in key or key == "mean_weights" for key in full)
+
+
+def test_one_sample_has_no_standard_error_and_says_so_in_valid_json():
+    import json
+
+    from fake_result import make_fake_result
+
+    r = make_fake_result("weibull", T=5, S=1, L=6, H=2)
+    view = export.view_json(r, 5, 0)
+    json.dumps(view, allow_nan=False)
+    assert all(v is None for row in view["posterior_mean_se"] for v in row)     # one draw: no spread to measure
+    assert view["headline"]["mutual_information_estimator"] == "plug-in"
+    assert "posterior_mean_se" in export.view_csv(r, 5, 0)
+    json.dumps(export.full_json(r), allow_nan=False)
 
 
 def test_file_name_says_the_settings():

@@ -80,8 +80,8 @@ def test_frames_made_in_the_worker_equal_the_servers_own(model, process_frames, 
     here = live.LiveGrid(model, TEXT, 8, 3)
     for i in range(len(grid.values)):
         same_frames(grid.frames[i], here.frame(i))
-    assert grid.mean_weights is not None and here.mean_weights is not None
-    assert np.array_equal(grid.mean_weights.numpy(), here.mean_weights.numpy())
+    assert grid.softmax_weights is not None and here.softmax_weights is not None
+    assert np.array_equal(grid.softmax_weights.numpy(), here.softmax_weights.numpy())
 
 
 def test_the_weights_reach_the_worker_as_shared_memory_not_a_copy(model, process_frames):

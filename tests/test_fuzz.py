@@ -1,5 +1,5 @@
 """Fuzzing the public entry points of every zoo model: `predict`, `predict_samples`,
-`predict_mean_field` and `explain`, over texts, hyperparameters, n_samples and seeds.
+`predict_softmax` and `explain`, over texts, hyperparameters, n_samples and seeds.
 
 The property, for every call: it returns finite outputs of the right shape (probabilities in
 [0, 1] that sum to 1; every array and headline number of an ExplainResult finite), or it raises
@@ -32,7 +32,7 @@ from bam_viz import families, zoo
 from bam_viz.inputs import BUDGET_ENV, MAX_SEED
 
 MODELS = bam_viz.available_models()
-ENTRY_POINTS = ("predict", "predict_samples", "predict_mean_field", "explain")
+ENTRY_POINTS = ("predict", "predict_samples", "predict_softmax", "explain")
 SAMPLED = ("predict", "predict_samples", "explain")              # the entry points that take n_samples, seed
 FINE = ["A fine film.", "Not bad at all.", "dull"]
 # Sample counts beyond every memory budget at its default: the (N, S, 2) float32 output of one text
@@ -120,8 +120,8 @@ def call(model, entry, text, n_samples=2, seed=0, hyper=None, texts=_ONE):
     texts = [text] if texts is _ONE else texts
     if entry == "explain":
         return model.explain(text, n_samples=n_samples, seed=seed, **hyper)
-    if entry == "predict_mean_field":
-        return model.predict_mean_field(texts, **hyper)
+    if entry == "predict_softmax":
+        return model.predict_softmax(texts, **hyper)
     return getattr(model, entry)(texts, n_samples=n_samples, seed=seed, **hyper)
 
 
@@ -176,7 +176,7 @@ def assert_finite_number(x, what: str):
 
 def check_result(model, entry, out, n_texts: int, n_samples: int, seed: int, text=None, hyper=None):
     """The output of a call that had to succeed: shape, finiteness, probabilities."""
-    if entry in ("predict", "predict_mean_field"):
+    if entry in ("predict", "predict_softmax"):
         assert isinstance(out, torch.Tensor) and out.shape == (n_texts, 2), f"{entry}: shape {tuple(out.shape)}"
         assert_simplex(out, entry)
     elif entry == "predict_samples":
@@ -197,19 +197,19 @@ def check_explain(model, r, text, S, seed, hyper):
     assert r.n_samples == S and r.seed == seed
     assert r.hyper == dict(model.hyper(**hyper))
     # the headline numbers
-    assert r.sample_probs.shape == (S, 2) and r.mc_probs.shape == (2,) and r.mean_field_probs.shape == (2,)
-    for name in ("sample_probs", "mc_probs", "mean_field_probs"):
+    assert r.sample_probs.shape == (S, 2) and r.mc_probs.shape == (2,) and r.softmax_probs.shape == (2,)
+    for name in ("sample_probs", "mc_probs", "softmax_probs", "mean_attention_probs"):
         assert_simplex(getattr(r, name), f"explain.{name}")
     for name in ("predictive_entropy", "expected_entropy", "mutual_information", "gap"):
         assert_finite_number(getattr(r, name), f"explain.{name}")
     assert -1e-6 <= r.expected_entropy <= r.predictive_entropy + 1e-6 <= math.log(2) + 1e-5
-    for name in ("p_positive", "gap", "mutual_information"):
+    for name in ("p_positive", "gap", "gap_softmax", "mutual_information"):
         v = getattr(r.se, name)
         assert v is None or (math.isfinite(v) and v >= 0), f"explain.se.{name} is {v!r}"
     # the weights the charts draw
     assert r.sample_weights.shape == (S, L, H, T, T)
     assert_weights(r.sample_weights, "explain.sample_weights", model, sampled=True)
-    for name in ("mean_weights", "prior_weights"):
+    for name in ("softmax_weights", "posterior_mean_weights", "prior_weights"):
         w = getattr(r, name)
         assert w.shape == (L, H, T, T), f"explain.{name}: shape {tuple(w.shape)}"
         assert_weights(w, f"explain.{name}", model, sampled=False)
@@ -321,7 +321,7 @@ def check_text_call(model, text, entry, position, seed, others=FINE):
                      iter(["A fine film."]), np.array(["A fine film."]), torch.tensor([1])]),
     st.lists(st.one_of(TEXTS, NOT_STR), max_size=4),
     st.tuples(st.text(max_size=10), st.text(max_size=10))),
-    entry=st.sampled_from(("predict", "predict_samples", "predict_mean_field")))
+    entry=st.sampled_from(("predict", "predict_samples", "predict_softmax")))
 def test_any_list_of_texts(model_name, zoo_models, texts, entry):
     """The list entry points take a non-empty list or tuple of texts, and name the first bad one."""
     model = zoo_models(model_name)
@@ -446,7 +446,7 @@ def edges(spec) -> list[float]:
     return [spec.low, spec.high, math.nextafter(spec.low, 0), math.nextafter(spec.high, math.inf)]
 
 
-@pytest.mark.parametrize("entry", ["predict_samples", "predict_mean_field", "explain"])
+@pytest.mark.parametrize("entry", ["predict_samples", "predict_softmax", "explain"])
 def test_extreme_hyperparameters_never_give_nan(model, entry):
     """Every hyperparameter alone at each extreme value, and the corners of the spec's box (all of
     them at low or high at once), on a short and a truncated text: a finite answer or a refusal
@@ -533,15 +533,15 @@ BATCH_SIZES = [0, -1, 1.5, None, "2", True, 1, np.int64(2), 2**40]
 
 
 def test_batch_size_is_checked(model):
-    """batch_size, a keyword of predict_samples and predict_mean_field, is checked like n_samples:
+    """batch_size, a keyword of predict_samples and predict_softmax, is checked like n_samples:
     an int of at least 1 (2**40: larger than the list, one batch), else a named refusal."""
     failures = []
-    for entry in ("predict_samples", "predict_mean_field"):
+    for entry in ("predict_samples", "predict_softmax"):
         for batch_size in BATCH_SIZES:
             def run(entry=entry, batch_size=batch_size):
                 if entry == "predict_samples":
                     return model.predict_samples(FINE, n_samples=2, batch_size=batch_size)
-                return model.predict_mean_field(FINE, batch_size=batch_size)
+                return model.predict_softmax(FINE, batch_size=batch_size)
 
             try:
                 if not isinstance(batch_size, bool) and isinstance(batch_size, (int, np.integer)) and batch_size >= 1:
@@ -567,7 +567,7 @@ def test_any_call(model_name, zoo_models, data, text, n_samples, seed, entry):
     hard, soft = hyper_outcome(model, hyper)
     if (p := text_problem(text)) is not None:
         hard.append((p[0], "text " if entry == "explain" else "texts[0] "))
-    if entry == "predict_mean_field":
+    if entry == "predict_softmax":
         n_samples, seed = 1, 0                      # it takes neither
     hard += [p for p in (n_samples_problem(n_samples), integer_problem(seed, "seed", 0, MAX_SEED)) if p]
     if not hard:

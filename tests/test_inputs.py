@@ -54,7 +54,7 @@ def test_bad_texts_are_named(model, texts, error, words):
         model.predict(texts)
     assert words in str(caught.value)
     with pytest.raises(error) as caught:
-        model.predict_mean_field(texts)
+        model.predict_softmax(texts)
     assert words in str(caught.value)
 
 

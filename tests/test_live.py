@@ -54,7 +54,12 @@ def test_a_frame_is_explain_at_its_value(model, grid, index):
     f = grid.frames[index]
     stats = dict(zip(live.STATS, f.stats, strict=True))
     assert stats["p_mc"] == pytest.approx(float(r.mc_probs[1]), abs=1e-6)
-    assert stats["p_mean_field"] == pytest.approx(float(r.mean_field_probs[1]), abs=1e-6)
+    assert stats["p_mean_attention"] == pytest.approx(float(r.mean_attention_probs[1]), abs=1e-6)
+    assert stats["p_softmax"] == pytest.approx(float(r.softmax_probs[1]), abs=1e-6)
+    assert stats["gap"] == pytest.approx(r.gap, abs=1e-6) and stats["gap_se"] == pytest.approx(r.se.gap, abs=1e-9)
+    assert stats["gap_softmax"] == pytest.approx(r.gap_softmax, abs=1e-6)
+    assert stats["mi"] == pytest.approx(r.mutual_information, abs=1e-9)
+    assert (stats["mi_lo"], stats["mi_hi"]) == pytest.approx(r.mutual_information_interval, abs=1e-9)
     assert stats["gap"] == pytest.approx(r.gap, abs=1e-6)
     assert stats["mi"] == pytest.approx(r.mutual_information, abs=1e-9)
     assert stats["p_se"] == pytest.approx(r.se.p_positive, abs=1e-9)
@@ -65,10 +70,11 @@ def test_a_frame_is_explain_at_its_value(model, grid, index):
     np.testing.assert_allclose(f.spread, r.spread.double().numpy(), atol=1e-6)
     w = r.sample_weights[:, 5, 2].double().numpy()                                     # (S, T, T)
     maps = f.maps[5][2].astype(np.float64)                                             # float16
-    np.testing.assert_allclose(maps[0], w.std(0, ddof=1), atol=2e-3)
-    np.testing.assert_allclose(maps[1], np.quantile(w, 0.05, axis=0), atol=2e-3)
-    np.testing.assert_allclose(maps[2], np.quantile(w, 0.95, axis=0), atol=2e-3)
-    np.testing.assert_allclose(maps[3:], w[: live.MAP_SAMPLES], atol=2e-3)
+    np.testing.assert_allclose(maps[0], w.mean(0), atol=2e-3)
+    np.testing.assert_allclose(maps[1], w.std(0, ddof=1), atol=2e-3)
+    np.testing.assert_allclose(maps[2], np.quantile(w, 0.05, axis=0), atol=2e-3)
+    np.testing.assert_allclose(maps[3], np.quantile(w, 0.95, axis=0), atol=2e-3)
+    np.testing.assert_allclose(maps[4:], w[: live.MAP_SAMPLES], atol=2e-3)
     assert set(f.maps) == set(r.stochastic_layers)
 
 
@@ -118,10 +124,16 @@ def test_densities_are_the_results_at_each_value(model, grid):
 
 
 def test_prior_rows_widen_as_beta_falls(grid):
-    rows = grid.prior_rows(5, 0, 0)                                  # (B, 3, W)
+    rows = grid.prior_rows(5, 0, 0)                                  # (B, 4, W)
     width = (rows[:, 2] - rows[:, 1]).mean(-1)
     assert width[0] > 10 * width[-1] and np.all(rows[:, 1] <= rows[:, 2])
-    np.testing.assert_allclose(rows[:, 0], np.broadcast_to(rows[0, 0], rows[:, 0].shape))   # the mean is pi
+    np.testing.assert_allclose(rows[:, 3], np.broadcast_to(rows[0, 3], rows[:, 3].shape))   # pi, at every beta
+    # The bars are the mean of the prior's normalised draws: Dirichlet(beta pi) for a Gamma prior of
+    # common rate, so near pi within its Monte Carlo error, and always inside the whiskers.
+    assert np.all(rows[:, 1] <= rows[:, 0] + 1e-9) and np.all(rows[:, 0] <= rows[:, 2] + 1e-9)
+    pi = rows[0, 3]
+    sd = np.sqrt(pi * (1 - pi) / (grid.prior_values[-1] + 1) / grid.n_samples)       # at the largest beta
+    assert np.all(np.abs(rows[-1, 0] - pi) <= 5 * sd + 1e-6)
 
 
 def test_payloads_round_trip(grid):
@@ -129,8 +141,10 @@ def test_payloads_round_trip(grid):
     header, arrays = live.unpack(data)
     G, B, W = len(grid.values), len(grid.prior_values), len(grid.tokens)
     assert header["kind"] == "inside" and header["relative"] is True and header["tokens"] == grid.tokens
-    assert arrays["maps"].shape == (G, 2 + live.MAP_SAMPLES, W, W) and arrays["kl"].shape == (G, B, 6, 12)
-    np.testing.assert_allclose(arrays["maps"][17, 1], grid.frames[17].maps[5][2][0], atol=1e-4)
+    assert arrays["maps"].shape == (G, 3 + live.MAP_SAMPLES, W, W) and arrays["kl"].shape == (G, B, 6, 12)
+    np.testing.assert_allclose(arrays["maps"][17, 0], grid.frames[17].maps[5][2][0], atol=1e-4)   # E[w]
+    np.testing.assert_allclose(arrays["maps"][17, 2], grid.frames[17].maps[5][2][1], atol=1e-4)   # std
+    assert len(header["map_titles"]) == len(header["map_scales"]) == arrays["maps"].shape[1]
     np.testing.assert_allclose(arrays["spread"][17], grid.frames[17].spread, rtol=1e-6)
     np.testing.assert_allclose(arrays["kl"][17, 16], grid.frames[17].kl[16], rtol=1e-6)
     assert all(np.isfinite(a).all() for a in arrays.values())

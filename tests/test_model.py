@@ -36,19 +36,19 @@ def test_explain_contract(models, name):
     assert r.tokens[0] == "[CLS]" and r.tokens[-1] == "[SEP]"
     assert r.classes == ["negative", "positive"]
     assert r.sample_weights.shape == r.prior_sample_weights.shape == (6, L, H, T, T)
-    assert r.mean_weights.shape == r.prior_weights.shape == (L, H, T, T)
+    assert r.softmax_weights.shape == r.prior_weights.shape == (L, H, T, T)
     assert r.kl.shape == (L, H) and r.sample_probs.shape == (6, 2)
-    for w in (r.sample_weights, r.prior_sample_weights, r.mean_weights, r.prior_weights):
+    for w in (r.sample_weights, r.prior_sample_weights, r.softmax_weights, r.prior_weights):
         assert torch.isfinite(w).all()
         if w.dim() == 5 and m.config.mc_dropout:
             # Dropout on the weights: in layer 0 (same input for every sample) each weight is
             # either dropped or the mean weight rescaled by 1 / (1 - p).
-            kept = r.mean_weights[0].expand_as(w[:, 0]) / (1 - m.config.dropout)
+            kept = r.softmax_weights[0].expand_as(w[:, 0]) / (1 - m.config.dropout)
             assert torch.all((w[:, 0] == 0) | torch.isclose(w[:, 0], kept, atol=1e-6))
             continue
         torch.testing.assert_close(w.sum(-1), torch.ones(w.shape[:-1]), atol=1e-5, rtol=0)
     torch.testing.assert_close(r.mc_probs, r.sample_probs.mean(0))
-    torch.testing.assert_close(r.mean_field_probs, m.predict_mean_field([TEXT])[0], atol=1e-5, rtol=0)
+    torch.testing.assert_close(r.softmax_probs, m.predict_softmax([TEXT])[0], atol=1e-5, rtol=0)
     # Deterministic layers repeat their weights over the samples.
     for layer in range(L):
         if layer not in r.stochastic_layers:
@@ -73,7 +73,8 @@ def test_softmax_is_deterministic(models):
     m = models["softmax"]
     a, b = m.explain(TEXT, 4, seed=1), m.explain(TEXT, 4, seed=2)
     assert torch.equal(a.sample_probs, b.sample_probs)
-    torch.testing.assert_close(a.mc_probs, a.mean_field_probs)
+    torch.testing.assert_close(a.mc_probs, a.softmax_probs)
+    torch.testing.assert_close(a.mc_probs, a.mean_attention_probs)
     assert not m.stochastic and m.hyper_names == []
 
 
@@ -87,7 +88,7 @@ def test_sliders_change_the_samples_not_the_weights(models):
     assert all(torch.equal(v, before[k]) for k, v in m.state_dict().items())
     # beta moves only the prior: posterior draws are unchanged, prior draws are not.
     lo, hi = m.explain(TEXT, 16, seed=0, beta=1e-3), m.explain(TEXT, 16, seed=0, beta=1e3)
-    torch.testing.assert_close(lo.mean_weights, hi.mean_weights)
+    torch.testing.assert_close(lo.softmax_weights, hi.softmax_weights)
     assert not torch.allclose(lo.prior_sample_weights[:, 3:], hi.prior_sample_weights[:, 3:])
     # The prior draws have generators of their own, so the posterior's samples and the prediction
     # are the very same numbers, whatever beta is.
@@ -115,7 +116,7 @@ def test_prior_draws_per_head_are_seeded_and_independent_of_order(models, name):
     assert not torch.allclose(full[:, 3:], c.prior_sample_weights[:, 3:])
     assert not torch.allclose(full[:, 4, 7], full[:, 4, 8])   # heads do not share draws
     # below the first stochastic layer nothing is drawn: the mean weights repeat
-    torch.testing.assert_close(full[:, :3], a.mean_weights[:3].expand_as(full[:, :3]))
+    torch.testing.assert_close(full[:, :3], a.softmax_weights[:3].expand_as(full[:, :3]))
 
 
 def test_prior_draws_average_to_the_prior_mean(models):
@@ -184,8 +185,8 @@ def test_a_beta_move_reuses_the_sampled_pass_and_nothing_else(models, monkeypatc
 def test_padding_in_a_batch_changes_nothing(models):
     m = models["bam-lc"]
     texts = ["Great.", "An overlong, meandering and ultimately pointless exercise in style over substance."]
-    batched = m.predict_mean_field(texts)
-    alone = torch.cat([m.predict_mean_field([t]) for t in texts])
+    batched = m.predict_softmax(texts)
+    alone = torch.cat([m.predict_softmax([t]) for t in texts])
     torch.testing.assert_close(batched, alone, atol=1e-5, rtol=0)
 
 
@@ -250,9 +251,9 @@ def test_merged_adapters_compute_the_same_function():
         if "lora_b" in name:
             with torch.no_grad():
                 p.copy_(torch.randn(p.shape, generator=g) * 0.05)
-    before = m.predict_mean_field([TEXT, "Dreadful."])
+    before = m.predict_softmax([TEXT, "Dreadful."])
     m.merge_adapters()
-    torch.testing.assert_close(m.predict_mean_field([TEXT, "Dreadful."]), before, atol=1e-5, rtol=0)
+    torch.testing.assert_close(m.predict_softmax([TEXT, "Dreadful."]), before, atol=1e-5, rtol=0)
     assert set(m.trainable_state_dict()) == {n for n, p in m.named_parameters() if p.requires_grad}
     m.train()  # training ignores the merged copy: gradients still reach the adapters
     ids, mask = m.tokenizer.batch([TEXT])

@@ -108,7 +108,7 @@ def test_exact_posterior_is_bayes_rule(zoo):
     assert_total_probability(lp)
     # The prior is the alignment the explorer draws in the top layer's [CLS] row, in every head.
     r = m.explain(TEXT, n_samples=2)
-    np.testing.assert_allclose(r.mean_weights[-1, :, 0].double().numpy(), np.broadcast_to(lp.prior, (m.n_heads, T)),
+    np.testing.assert_allclose(r.softmax_weights[-1, :, 0].double().numpy(), np.broadcast_to(lp.prior, (m.n_heads, T)),
                                atol=1e-6, rtol=0)
     assert all(lp.reliable) and not lp.prior.flags.writeable
 
@@ -124,7 +124,7 @@ def test_exact_marginal_is_the_limit_of_predict_not_the_mean_field(zoo):
     se = np.sqrt((pz @ lik**2 - (pz @ lik) ** 2) / S)                 # the CLT's sd of the mean, exactly
     exact = np.exp(lp.log_marginal)
     assert (np.abs(mc - exact) <= 4 * se).all()
-    mean_field = m.predict_mean_field([TEXT])[0].double().numpy()
+    mean_field = m.predict_softmax([TEXT])[0].double().numpy()
     assert np.abs(mean_field - exact).max() > 10 * se.max()
 
 
@@ -185,7 +185,7 @@ def test_a_layer_below_the_first_stochastic_one_is_not_moved(zoo):
     lp = label_posterior(m, TEXT, n_samples=8, layer=0)
     assert lp.layer == 0
     np.testing.assert_allclose(lp.posterior, np.broadcast_to(lp.prior, lp.posterior.shape), atol=1e-12)
-    np.testing.assert_allclose(lp.prior_heads, m.explain(TEXT, n_samples=2).mean_weights[0, :, 0].numpy(), atol=1e-6)
+    np.testing.assert_allclose(lp.prior_heads, m.explain(TEXT, n_samples=2).softmax_weights[0, :, 0].numpy(), atol=1e-6)
 
 
 def test_same_seed_same_result_other_seed_other_samples(zoo):
@@ -230,7 +230,8 @@ def test_softmax_posterior_is_its_prior(zoo):
     assert all(lp.reliable)
     np.testing.assert_allclose(np.exp(lp.log_marginal), m.predict([TEXT])[0].numpy(), atol=1e-6)
     np.testing.assert_allclose(lp.log_lik, np.broadcast_to(lp.log_marginal[:, None], lp.log_lik.shape), atol=1e-12)
-    np.testing.assert_allclose(lp.prior_heads, m.explain(TEXT, n_samples=2).mean_weights[-1, :, 0].numpy(), atol=1e-6)
+    np.testing.assert_allclose(lp.prior_heads, m.explain(TEXT, n_samples=2).softmax_weights[-1, :, 0].numpy(),
+                               atol=1e-6)
     assert "deterministic" in describe(lp, "positive")
 
 

@@ -20,9 +20,9 @@ def make(family, post, prior, sample_probs, L=2, H=1, T=3):
     return ExplainResult(
         text="x", tokens=["[CLS]", "x", "[SEP]"], classes=["negative", "positive"], model_name="m", family=family,
         stochastic_layers=[1], hyper={}, n_samples=S, seed=0, truncated=False,
-        sample_weights=w.expand(S, *w.shape), mean_weights=w, prior_weights=w,
+        sample_weights=w.expand(S, *w.shape), softmax_weights=w, prior_weights=w,
         prior_sample_weights=w.expand(S, *w.shape), kl=torch.zeros(L, H), sample_probs=sample_probs,
-        mc_probs=sample_probs.mean(0), mean_field_probs=sample_probs.mean(0),
+        mc_probs=sample_probs.mean(0), softmax_probs=sample_probs.mean(0), mean_attention_probs=sample_probs.mean(0),
         posterior_params={k: torch.full((L, H, T, T), v) for k, v in post.items()},
         prior_params={k: torch.full((L, H, T, T), v) for k, v in prior.items()},
     )
@@ -35,8 +35,8 @@ def test_entropy_decomposition():
     assert abs(r.predictive_entropy - h) < 1e-6
     expected = -(0.9 * math.log(0.9) + 0.1 * math.log(0.1))
     assert abs(r.expected_entropy - expected) < 1e-6
-    assert abs(r.mutual_information - (h - expected)) < 1e-6
-    assert r.gap == pytest.approx(0.0)
+    assert abs(r.mutual_information_plugin - (h - expected)) < 1e-6
+    assert r.gap == pytest.approx(0.0) and r.gap_softmax == pytest.approx(0.0)
 
 
 @pytest.mark.parametrize("family,post,prior", [
@@ -104,8 +104,8 @@ def test_spread_is_the_mean_sample_std_and_a_sampler_result_needs_no_tensor():
 
     fields = {f: getattr(r, f) for f in (
         "text", "tokens", "classes", "model_name", "family", "stochastic_layers", "hyper", "n_samples", "seed",
-        "truncated", "sample_weights", "mean_weights", "prior_weights", "kl", "sample_probs", "mc_probs",
-        "mean_field_probs")}
+        "truncated", "sample_weights", "softmax_weights", "prior_weights", "kl", "sample_probs", "mc_probs",
+        "softmax_probs", "mean_attention_probs")}
     lazy = ExplainResult(**fields, prior_sampler=sampler)
     assert lazy.prior_draws(1, 0)[0, 0, 0] == pytest.approx(2 / 3) and asked == [(1, 0)]
     lazy.prior_draws(1, 0)
@@ -117,7 +117,9 @@ def test_spread_is_the_mean_sample_std_and_a_sampler_result_needs_no_tensor():
 
 # ---- the explorer's downloads: one layer and head, the settings in a header and the file name ----
 def _with_mean_field(r: ExplainResult, p_positive: float) -> ExplainResult:
-    return dataclasses.replace(r, mean_field_probs=torch.tensor([1 - p_positive, p_positive]))
+    """`r` with f(softmax) = f(E[w]) = p_positive and no slopes (as where no attention is drawn)."""
+    p = torch.tensor([1 - p_positive, p_positive])
+    return dataclasses.replace(r, softmax_probs=p, mean_attention_probs=p)
 
 
 def test_standard_errors_by_hand():
@@ -127,23 +129,26 @@ def test_standard_errors_by_hand():
     se = r.se
     assert se.n_samples == 4
     assert se.p_positive == pytest.approx(math.sqrt(0.26 / 3 / 4))
-    assert se.gap == pytest.approx(se.p_positive)                        # f(E[z]) is a constant
+    assert se.gap == se.gap_softmax == pytest.approx(se.p_positive)      # f(softmax) is a constant
     assert r.gap == pytest.approx(-0.1) and r.gap_distinguishable is False  # 0.1 < 2 * 0.147
     replicates = np.array([metrics.mutual_information(np.delete(probs.numpy(), i, 0)[None])[0] for i in range(4)])
     jackknife = math.sqrt(3 / 4 * np.sum((replicates - replicates.mean()) ** 2))     # (S-1)/S sum of squares
     assert se.mutual_information == pytest.approx(jackknife)
+    plug_in = metrics.mutual_information(probs.numpy()[None])[0]
+    assert r.mutual_information == pytest.approx(4 * plug_in - 3 * replicates.mean())  # bias-corrected
+    assert r.mutual_information_plugin == pytest.approx(plug_in)
     close = torch.tensor([[0.2, 0.8], [0.18, 0.82], [0.19, 0.81], [0.21, 0.79]])
     assert _with_mean_field(make("weibull", {}, {}, close), 0.6).gap_distinguishable is True
 
 
 def test_standard_errors_are_none_when_not_estimable_and_zero_when_exact():
     one = make("weibull", {}, {}, torch.tensor([[0.3, 0.7]]))
-    assert (one.se.p_positive, one.se.gap, one.se.mutual_information) == (None, None, None)
+    assert (one.se.p_positive, one.se.gap, one.se.gap_softmax, one.se.mutual_information) == (None,) * 4
     assert one.gap_distinguishable is None
     two = make("weibull", {}, {}, torch.tensor([[0.3, 0.7], [0.6, 0.4]]))
     assert two.se.gap == pytest.approx(0.15) and two.se.mutual_information is None  # jackknife needs 3
     same = make("weibull", {}, {}, torch.tensor([[0.3, 0.7]] * 5))
-    assert (same.se.p_positive, same.se.gap, same.se.mutual_information) == (0.0, 0.0, 0.0)
+    assert (same.se.p_positive, same.se.gap, same.se.gap_softmax, same.se.mutual_information) == (0.0,) * 4
     exact = make_fake_result("softmax", S=1)                             # deterministic: no Monte Carlo
     assert exact.stochastic_layers == [] and exact.se.gap == 0.0 and exact.gap_distinguishable is False
     assert "p_positive" in exact.se.estimator and "jackknife" in exact.se.estimator
@@ -161,7 +166,7 @@ def test_standard_errors_match_the_spread_over_seeds():
     results = [model.explain(text, n_samples=32, seed=s, shape_k=0.5) for s in range(n_seeds)]
     tolerance = math.exp(3.5 / math.sqrt(2 * (n_seeds - 1)))
     for quantity, estimate in (("p_positive", lambda r: float(r.mc_probs[r.positive_index])),
-                               ("gap", lambda r: r.gap),
+                               ("gap", lambda r: r.gap), ("gap_softmax", lambda r: r.gap_softmax),
                                ("mutual_information", lambda r: r.mutual_information)):
         spread = np.std([estimate(r) for r in results], ddof=1)
         rms_se = math.sqrt(np.mean([getattr(r.se, quantity) ** 2 for r in results]))

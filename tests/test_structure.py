@@ -11,13 +11,13 @@ PACKAGE = Path(__file__).resolve().parents[1] / "bam_viz"
 
 # Lowest first. Names are relative to bam_viz; "bam_viz" is the package's facade (__init__).
 LAYERS = [
-    {"inputs"},
+    {"inputs", "labels"},
     {"task", "kl", "metrics", "device", "families.base", "families.sampling"},
     {"families.softmax", "families.weibull", "families.lognormal", "families.dirichlet", "families.categorical",
      "data", "cache"},
     {"families"},
     {"attention", "result"},
-    {"encoder", "charts", "export"},
+    {"encoder", "charts", "export", "gaps"},
     {"explain"},
     {"attribution", "posterior", "why"},
     {"model"},

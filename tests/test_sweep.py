@@ -22,7 +22,8 @@ def test_each_value_is_what_explain_gives_there(model):
     for i, k in enumerate(s.values):
         r = model.explain(TEXT, n_samples=8, seed=4, shape_k=float(k), beta=0.5)
         assert s.p_mc[i] == pytest.approx(float(r.mc_probs[1]), abs=1e-6)
-        assert s.p_mean_field[i] == pytest.approx(float(r.mean_field_probs[1]), abs=1e-6)
+        assert s.p_mean_attention[i] == pytest.approx(float(r.mean_attention_probs[1]), abs=1e-6)
+        assert s.p_softmax[i] == pytest.approx(float(r.softmax_probs[1]), abs=1e-6)
         assert s.mutual_information[i] == pytest.approx(r.mutual_information, abs=1e-6)
         p = r.sample_probs[:, 1].double().numpy()
         assert s.p_mc_se[i] == pytest.approx(p.std(ddof=1) / np.sqrt(8), abs=1e-6)

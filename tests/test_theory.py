@@ -16,8 +16,10 @@ import torch
 from scipy import integrate, stats
 
 import bam_viz
-from bam_viz import theory, zoo
+from bam_viz import gaps, theory, zoo
+from bam_viz.attention import Mode, probe
 from bam_viz.bench_theory import run_theory_bench
+from bam_viz.explain import lower_states
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_TEXT = json.loads((ROOT / "views" / "examples.json").read_text())
@@ -77,35 +79,122 @@ def test_bad_inputs_say_what_to_do(make, match):
 
 
 # ---- 1b. the per-layer gap on real models ---------------------------------------------------------
-def test_layer_gaps_compose_the_models_own_passes(bam_wc):
-    g = theory.layer_gaps(bam_wc, DEFAULT_TEXT, n_samples=64, seed=3)
-    # All layers at their mean is predict_mean_field; all sampling is predict with the same seed.
-    assert g.mean_field == pytest.approx(float(bam_wc.predict_mean_field([DEFAULT_TEXT])[0, 1]), abs=1e-6)
-    assert g.all_layers == pytest.approx(float(bam_wc.predict([DEFAULT_TEXT], n_samples=64, seed=3)[0, 1]), abs=1e-6)
-    assert g.layers == tuple(sorted(bam_wc.config.stochastic_layers))
-    assert all(se > 0 for se in g.se) and g.noise == "attention"
-    again = theory.layer_gaps(bam_wc, DEFAULT_TEXT, n_samples=64, seed=3)
+def _alone_by_hand(model, text, layer, n_samples, seed):
+    """Only `layer` samples, every other stochastic layer at softmax(psi), its weights recorded by a
+    probe: P(positive) per sample (S,), f(E[w]) with that layer at its recorded weights' mean, and the
+    leave-one-out replicates f(E_{-s}[w]) made one pass at a time."""
+    lower = lower_states(model, text)
+    x, mask = lower.x, lower.mask
+    hyper = model.hyper()
+    g, seen = torch.Generator().manual_seed(seed), []
+    with torch.inference_mode():
+        with probe(model.bert.layers[layer].attention.self.core, lambda w: (seen.append(w), w)[1]):
+            h, m = x, mask
+            for i in range(model.first_stochastic, model.n_layers):
+                mode = Mode.SAMPLE if i == layer else Mode.MEAN
+                h, m, _ = model.bert.layers[i](h, m, n_samples=n_samples if i == layer else 1, generator=g, mode=mode,
+                                               hyper=hyper, cls_only=i == model.n_layers - 1)
+            p = model.head(h[:, 0]).softmax(-1)[:, 1].double()
+        (w,) = seen
+
+        def at(weights):
+            return float(gaps.given_weights_pass(model, x, mask, {layer: weights}, hyper).softmax(-1)[0, 1])
+
+        mean = at(w.mean(0, keepdim=True))
+        loo = [at(torch.cat([w[:s], w[s + 1:]]).mean(0, keepdim=True)) for s in range(n_samples)]
+    return p.numpy(), mean, np.array(loo)
+
+
+def test_all_together_is_explains_pass_and_numbers(bam_wc):
+    S, seed = 64, 3
+    g = theory.layer_gaps(bam_wc, DEFAULT_TEXT, n_samples=S, seed=seed)
+    r = bam_wc.explain(DEFAULT_TEXT, n_samples=S, seed=seed)
+    t = g.together
+    assert g.layers == tuple(sorted(bam_wc.config.stochastic_layers)) and t.sampling == g.layers
+    assert t.mc == pytest.approx(float(r.mc_probs[1]), abs=1e-6)
+    assert g.softmax == pytest.approx(float(r.softmax_probs[1]), abs=1e-6) == t.softmax
+    assert t.mean_attention == pytest.approx(float(r.mean_attention_probs[1]), abs=1e-6)
+    assert t.gap == pytest.approx(r.gap, abs=1e-6) and t.gap_softmax == pytest.approx(r.gap_softmax, abs=1e-6)
+    assert t.gap_se == pytest.approx(r.se.gap, rel=1e-4)
+    assert t.gap_softmax_se == pytest.approx(r.se.gap_softmax, rel=1e-4)
+    assert t.mc_se == pytest.approx(r.se.p_positive, rel=1e-4)
+    # ... which is predict() with the same seed: the model's own answer.
+    assert t.mc == pytest.approx(float(bam_wc.predict([DEFAULT_TEXT], n_samples=S, seed=seed)[0, 1]), abs=1e-6)
+    # Weibull weights do not average to softmax(psi): the two references part, beyond the error.
+    assert abs(t.mean_attention - g.softmax) > 1e-3 and abs(t.gap) > 4 * t.gap_se
+    assert all(c.mc_se > 0 and c.gap_se > 0 and c.gap_softmax_se > 0 for c in g.cases) and g.noise == "attention"
+    again = theory.layer_gaps(bam_wc, DEFAULT_TEXT, n_samples=S, seed=seed)
     assert again == g                                           # an explicit generator: reproducible
-    assert theory.layer_gaps(bam_wc, DEFAULT_TEXT, n_samples=64, seed=4).sampled != g.sampled
+    other = theory.layer_gaps(bam_wc, DEFAULT_TEXT, n_samples=S, seed=seed + 1)
+    assert [c.mc for c in other.cases] != [c.mc for c in g.cases] and other.together.gap != t.gap
+
+
+@pytest.mark.parametrize("which", [0, -1])          # the first stochastic layer, and the top one ([CLS] rows)
+def test_one_layer_alone_is_a_hand_made_pass_at_its_mean_weights(bam_wc, which):
+    S, seed = 16, 5
+    g = theory.layer_gaps(bam_wc, DEFAULT_TEXT, n_samples=S, seed=seed)
+    layer, case = g.layers[which], g.cases[which]
+    p, mean, loo = _alone_by_hand(bam_wc, DEFAULT_TEXT, layer, S, seed)
+    assert case.name == f"layer {layer}" and case.sampling == (layer,)
+    assert case.mc == pytest.approx(p.mean(), abs=1e-6)
+    assert case.mc_se == pytest.approx(p.std(ddof=1) / math.sqrt(S), rel=1e-4)
+    assert case.mean_attention == pytest.approx(mean, abs=1e-6)
+    assert case.gap_softmax == pytest.approx(p.mean() - g.softmax, abs=1e-6)
+    assert case.gap_softmax_se == pytest.approx(np.std(p - g.softmax, ddof=1) / math.sqrt(S), rel=1e-4)
+    # The delta method's SE against the jackknife of E[f(z)] - f(E[w]) from S leave-one-out passes
+    # made one at a time: the two agree to first order.
+    replicates = (p.sum() - p) / (S - 1) - loo
+    jackknife = math.sqrt((S - 1) / S * np.sum((replicates - replicates.mean()) ** 2))
+    assert case.gap_se == pytest.approx(jackknife, rel=0.1)
 
 
 def test_one_stochastic_layer_alone_is_the_whole_model(categorical):
     g = theory.layer_gaps(categorical, DEFAULT_TEXT, n_samples=512, seed=0)
     assert g.layers == (5,)
-    assert g.sampled[0] == pytest.approx(g.all_layers, abs=1e-9) and g.se[0] == pytest.approx(g.all_se, abs=1e-9)
+    alone, t = g.cases[0], g.together
+    for name in ("mc", "mc_se", "mean_attention", "softmax", "gap_se", "gap_softmax_se"):
+        assert getattr(alone, name) == pytest.approx(getattr(t, name), abs=1e-9), name
     # The categorical alignment's gap on this sentence is far beyond its Monte Carlo error.
-    assert abs(g.all_gap) > 4 * g.all_se
+    assert abs(t.gap) > 4 * t.gap_se and abs(t.gap_softmax) > 4 * t.gap_softmax_se
     assert "one stochastic layer" in theory.layer_gap_caption(g)
 
 
-def test_mc_dropout_samples_dropout_and_a_deterministic_model_is_refused():
+def test_mc_dropout_samples_dropout_and_its_two_gaps_are_one_and_a_deterministic_model_is_refused():
     mc = bam_viz.load("mc-dropout")
     g = theory.layer_gaps(mc, "Fine.", n_samples=16)
-    assert g.noise == "dropout" and len(g.layers) == 6 and all(se > 0 for se in g.se)
+    assert g.noise == "dropout" and len(g.layers) == 6
+    for c in (*g.cases, g.together):
+        assert c.mc_se > 0 and c.mean_attention == c.softmax == g.softmax
+        assert c.gap == c.gap_softmax and c.gap_se == c.gap_softmax_se
+    r = mc.explain("Fine.", n_samples=16, seed=0)
+    assert g.together.gap == pytest.approx(r.gap, abs=1e-6) and g.together.gap_se == pytest.approx(r.se.gap, rel=1e-4)
+    caption = theory.layer_gap_caption(g)
+    assert "also f(E[z])" in caption and "f(E[w])" not in caption
+    fig = theory.layer_gap_figure(g)
+    assert len(fig.data) == 1 and "deterministic pass" in fig.data[0].name
     with pytest.raises(ValueError, match="deterministic"):
         theory.layer_gaps(bam_viz.load("softmax"), "Fine.")
     with pytest.raises(ValueError, match="empty"):
         theory.layer_gaps(mc, "   ")
+
+
+def test_the_layer_gap_figure_shows_both_gaps_with_their_intervals(bam_wc):
+    g = theory.layer_gaps(bam_wc, DEFAULT_TEXT, n_samples=16, seed=1)
+    fig = theory.layer_gap_figure(g)
+    cases = (*g.cases, g.together)
+    deng, softmax = fig.data
+    assert fig.layout.barmode == "group"
+    assert "E[f(z)] − f(E[w])" in deng.name and "Monte Carlo mean" in deng.name
+    assert "E[f(z)] − f(softmax)" in softmax.name and "deterministic pass" in softmax.name
+    assert list(deng.x) == [f"layer {i}" for i in g.layers] + ["all together"] == list(softmax.x)
+    assert list(deng.y) == pytest.approx([c.gap for c in cases])
+    assert list(softmax.y) == pytest.approx([c.gap_softmax for c in cases])
+    assert list(deng.error_y.array) == pytest.approx([theory.Z95 * c.gap_se for c in cases])
+    assert list(softmax.error_y.array) == pytest.approx([theory.Z95 * c.gap_softmax_se for c in cases])
+    caption = theory.layer_gap_caption(g)
+    assert "Green: Deng's gap E[f(z)] − f(E[w])" in caption and "red: E[f(z)] − f(softmax)" in caption
+    assert "Monte Carlo mean" in caption and "mean attention" not in caption
+    assert f"f(softmax) = {g.softmax:.3f}" in caption and f"f(E[w]) = {g.together.mean_attention:.3f}" in caption
 
 
 # ---- 2. exact marginal, posterior and the ELBO ----------------------------------------------------
@@ -330,6 +419,7 @@ def test_every_figure_passes_plotly_validation(bam_wc, alignment):
         theory.jensen_figure(theory.jensen_gap("tanh", theory.Gaussian(0.3, 1.2))),
         theory.jensen_figure(theory.jensen_gap("softplus", theory.TwoPoint(-2, 1, 0.2))),
         theory.layer_gap_figure(theory.layer_gaps(bam_wc, DEFAULT_TEXT, n_samples=8)),
+        theory.layer_gap_figure(theory.layer_gaps(bam_viz.load("mc-dropout"), DEFAULT_TEXT, n_samples=4)),
         theory.alignment_figure(alignment, theory.elbo_path(alignment, 0, 0.5)),
         theory.elbo_figure(theory.elbo_path(alignment, 0, 0.5)),
         theory.toy_keys_figure(ex), theory.toy_estimate_figure(ex),

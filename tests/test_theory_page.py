@@ -41,7 +41,7 @@ def test_the_default_view_shows_deng_et_al_numbers():
     at = ok(new_page())
     text = " ".join(captions(at))
     assert "f(E[z]) = 0.881" in text and "E[f(z)] = 0.741" in text
-    assert "bam-wc gives P(positive)" in text                  # the per-layer gap on the default sentence
+    assert "bam-wc gives E[f(z)]" in text                  # the per-layer gap on the default sentence
     figures = charts(at)
     assert len(figures) == 2
     assert all(json.loads(f.config)["toImageButtonOptions"]["format"] == "svg" for f in figures)
@@ -115,7 +115,7 @@ def test_every_stochastic_model_gives_its_gap():
     for name in at.selectbox(key="gap_model").options:
         at.selectbox(key="gap_model").set_value(name).run()
         ok(at)
-        assert any(f"{name} gives P(positive)" in c for c in captions(at)), name
+        assert any(f"{name} gives E[f(z)]" in c for c in captions(at)), name
 
 
 def test_the_app_routes_to_the_theory_lab():

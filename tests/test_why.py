@@ -15,10 +15,10 @@ from bam_viz import why
 HOSTILE = "<img src=x onerror=alert(1)>"
 
 
-def strip(tokens, mean, low=None, high=None, mean_field=None, target="positive"):
+def strip(tokens, mean, low=None, high=None, softmax=None, target="positive"):
     mean = np.asarray(mean, dtype=float)
     return why.token_strip_html(tokens, mean, mean if low is None else low, mean if high is None else high,
-                                mean if mean_field is None else mean_field, target)
+                                mean if softmax is None else softmax, target)
 
 
 def test_tokens_are_escaped_text_never_markup():
@@ -42,13 +42,15 @@ def test_colours_are_zero_centred_on_a_fixed_scale():
 
 def test_the_band_is_drawn_where_its_numbers_say():
     out = strip(["a"], [0.0], low=[-why.ATTRIBUTION_SCALE / 2], high=[why.ATTRIBUTION_SCALE],
-                mean_field=[why.ATTRIBUTION_SCALE / 5])
+                softmax=[why.ATTRIBUTION_SCALE / 5])
     band = re.search(r'class="bv-range" style="left:([\d.]+)%;width:([\d.]+)%"', out)
     assert (float(band[1]), float(band[2])) == (25.0, 75.0)            # -scale/2 -> 25%, +scale -> 100%
     assert 'class="bv-dot" style="left:50.0%"' in out                  # the mean, at zero
-    assert 'class="bv-mf" style="left:60.0%"' in out                   # f(E[z])'s, at a fifth of the scale
+    assert 'class="bv-softmax" style="left:60.0%"' in out              # f(softmax)'s, at a fifth of the scale
     assert "<svg" not in out                                           # st.html's DOMPurify would drop it
-    assert f"{why.ATTRIBUTION_SCALE / 5:+.3f} at the mean" in out
+    assert f"{why.ATTRIBUTION_SCALE / 5:+.3f} at the deterministic pass f(softmax)" in out
+    assert "at the deterministic pass f(softmax)" in why.legend_html("positive")
+    assert "mean attention" not in out + why.legend_html("positive")
 
 
 def test_bad_arrays_are_refused_or_drawn_finite():

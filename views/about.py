@@ -17,29 +17,40 @@ many draws tells you not just what the model thinks, but how sure it is *where t
   a contextual **Gamma** / Lognormal prior; larger *k* or smaller σ means less random attention.
   The Gamma prior's rate β says how tightly the prior holds each score.
 - **dirichlet**: the attention row itself is drawn from a Dirichlet; its concentration sets how
-  close samples stay to the mean.
+  close samples stay to their mean, softmax(ψ).
 - **categorical**: hard attention, each query picks one key per draw.
 
 Only the upper layers are stochastic; the lower ones stay ordinary and are shown in grey.
 
 ### How to read the explorer
 1. **The prediction.** Each attention sample gives its own probability that the review is positive.
-   *E[f(z)]* averages those (the model's answer); *f(E[z])* predicts once with the average attention.
-   Their gap shows that averaging attention is not the same as averaging predictions. The entropy bar
-   splits total uncertainty into *aleatoric* (the sentence is ambiguous) and *epistemic* (attention
-   samples disagree, measured by mutual information).
+   *E[f(z)]* averages those: the model's answer. *E[w]* is the mean of the sampled attention weights,
+   and *f(E[w])* predicts once with it; this is Deng et al.'s *f(E[z])*, and the headline's gap
+   *E[f(z)] − f(E[w])* shows that averaging predictions is not predicting at the average attention.
+   *f(softmax)* is BAM's deterministic pass, every random layer at softmax(ψ), the mean of the
+   unnormalised scores; *E[f(z)] − f(softmax)* is what predicting with that pass gives up. They stay
+   close where E[w] is softmax(ψ), as for Dirichlet and categorical attention (exactly so in the first
+   random layer; the layers above see keys that differ between samples). Weibull and Lognormal weights
+   are scores divided by their sum, and their mean moves away from softmax(ψ), towards uniform, as *k*
+   shrinks or σ grows. Each number carries ± 1 Monte Carlo standard error; the mutual information an
+   interval.
+   The entropy bar splits the total uncertainty into *aleatoric* (the sentence is ambiguous) and
+   *epistemic* (attention samples disagree, measured by the mutual information, bias-corrected by the
+   jackknife).
 2. **Prior vs posterior.** For one query word, bars show how much attention each key gets on average
-   under the prior and the posterior; whiskers span 5–95% of sampled weights. The curves on the right
-   show the full distribution for one query–key pair.
-3. **Sampled attention maps.** A few random draws of the whole attention map (rows: queries,
-   columns: keys), next to their mean and the per-cell standard deviation.
+   over the draws from the prior and from the posterior, with whiskers spanning 5–95% of them; a
+   marker on each bar shows its softmax: π, the prior's, and softmax(ψ), the deterministic pass's.
+   The curves on the right show the full distribution for one query–key pair.
+3. **Sampled attention maps.** The mean of the sampled maps, E[w], next to softmax(ψ), the per-cell
+   standard deviation and a few random draws of the whole attention map (rows: queries, columns:
+   keys).
 4. **Where the uncertainty lives.** Every layer and head at once: how much sampled weights spread, and
    how far the posterior moved from its prior (KL divergence).
 
 ### Classroom tips
 Start from an example sentence, set a seed so everyone sees the same samples, then drag the Weibull
-*k* slider down: the whiskers widen, the maps disagree, and the epistemic share grows. Every control
-is in the page address, so a copied link reproduces the view.
+*k* slider down: the whiskers widen, the bars leave their softmax markers, the maps disagree, and the
+epistemic share grows. Every control is in the page address, so a copied link reproduces the view.
 
 A question to end on: bam-wc was trained at *k* = 3, yet on held-out reviews its probabilities are
 best calibrated at *k* = 1, with more random attention than it saw in training. Softening a plain

@@ -197,8 +197,11 @@ def jensen_section() -> None:
     write_query_params()
 
     st.subheader("The same gap inside a trained model")
-    st.markdown("For the sentence in the sidebar: P(positive) when **only one** stochastic layer samples and "
-                "every other layer sits at its mean attention, minus P(positive) with all at the mean.")
+    st.markdown("For the sentence in the sidebar: P(positive) averaged over samples, E[f(z)], when **only one** "
+                "stochastic layer samples and every other one sits at softmax(ψ), and when all sample. Two "
+                "references: **f(E[w])** (Deng et al.'s f(E[z])), one pass with the sampled layers' weights at "
+                "their Monte Carlo mean E[w]; and **f(softmax)**, the deterministic pass. BAM's normalised "
+                "weights do not average to softmax(ψ), so for BAM the two gaps differ; for mc-dropout they are one.")
     models = [m for m in STOCHASTIC_MODELS if m in bam_viz.available_models()]
     if not models:
         st.warning("No stochastic model is in pretrained/.")

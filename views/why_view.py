@@ -65,8 +65,8 @@ def why_section(view: state.View, model) -> None:
                                               "why_steps": steps})
     n = samples if model.stochastic else 1
     try:
-        with st.spinner(f"Integrating gradients: {charts.count(n, 'attention sample')} and the mean attention, "
-                        f"{steps} steps each…", show_time=True):
+        with st.spinner(f"Integrating gradients: {charts.count(n, 'attention sample')} and the deterministic "
+                        f"pass, {steps} steps each…", show_time=True):
             attr = state.get_attribution(model, view.name, view.text, view.hyper, n, view.seed, steps, target, layer)
     except ValueError as err:
         st.info(f"{err}")
@@ -74,7 +74,7 @@ def why_section(view: state.View, model) -> None:
 
     mean, band = attr.mean.numpy(), attr.band.numpy()
     st.markdown(f"**Which words moved P({attr.target})** — {_sentence(attr.tokens, mean)}")
-    st.html(why.token_strip_html(tokens, mean, band[0], band[1], attr.mean_field.numpy(), attr.target)
+    st.html(why.token_strip_html(tokens, mean, band[0], band[1], attr.softmax.numpy(), attr.target)
             + why.legend_html(attr.target))
     st.caption(_completeness(attr))
 
@@ -86,7 +86,7 @@ def why_section(view: state.View, model) -> None:
             attribution, width = a.mean[head].numpy(), (a.band[1, head] - a.band[0, head]).numpy()
             weights = a.weights[:-1, head].mean(0).numpy()
         else:
-            attribution, width, weights = a.mean_field[head].numpy(), None, a.weights[-1, head].numpy()
+            attribution, width, weights = a.softmax[head].numpy(), None, a.weights[-1, head].numpy()
         figure = why.attention_attribution_figure(tokens, weights, attribution, width, layer, head)
         st.plotly_chart(figure, key="why_attention_map")
         st.caption(f"Attention attribution (Hao et al., AAAI 2021): Integrated Gradients of P({attr.target}) with "
@@ -119,8 +119,8 @@ def _completeness(attr) -> str:
     worst = float(delta.max())
     verdict = "enough steps" if worst < 0.01 else "too few steps: raise them"
     return (f"Baseline: {attr.baseline}. Completeness: the attributions add up to f(x) − f(baseline) within "
-            f"{worst:.2g} for every sample and the mean attention ({verdict}; {attr.steps} steps). "
-            f"P({attr.target}) at the mean attention {float(attr.probs[-1]):.3f}, averaged over samples "
+            f"{worst:.2g} for every sample and the deterministic pass ({verdict}; {attr.steps} steps). "
+            f"P({attr.target}) at the deterministic pass f(softmax) {float(attr.probs[-1]):.3f}, averaged over samples "
             f"{float(attr.probs[:-1].double().mean()):.3f}.")
 
 

@@ -22,7 +22,7 @@ const DEBOUNCE_MS = 400;
 const LN2 = Math.LN2;
 const COLOURS = {
   green: "#2ca02c", red: "#d62728", blue: "#1f77b4", grey: "#9e9e9e", orange: "#ff8a65",
-  aleatoric: "#8c9eff", now: "#555555", deterministic: "#e0e0e0",
+  aleatoric: "#8c9eff", now: "#555555", deterministic: "#e0e0e0", softmax: "#7b1fa2",
   band: "rgba(44,160,44,0.18)", priorFill: "rgba(158,158,158,0.2)", postFill: "rgba(31,119,180,0.2)",
 };
 const KL_DECADES = 6;          // KL coloured by log10(1 + KL) over [0, 6]
@@ -622,14 +622,29 @@ function maxLabelWidth(g, labels, size = 10) {
 // A legend: [{label, colour, kind: "line" | "dash" | "box" | "band" | "whisker", fill, dash}].
 function legend(parent, items) {
   const box = el("div", "bamviz-legend", parent);
+  fillLegend(box, items);
+  return box;
+}
+
+// The legend's keys made again when they changed (their words come with the payload).
+function fillLegend(box, items) {
+  const key = JSON.stringify(items);
+  if (box.dataset.items === key) return;
+  box.dataset.items = key;
+  box.replaceChildren();
   for (const item of items) {
-    const key = el("span", "bamviz-key", box);
-    const swatch = el("i", `bamviz-swatch bamviz-swatch-${item.kind || "line"}${item.dash ? " bamviz-dashed" : ""}`, key);
+    const entry = el("span", "bamviz-key", box);
+    const swatch = el("i", `bamviz-swatch bamviz-swatch-${item.kind || "line"}${item.dash ? " bamviz-dashed" : ""}`, entry);
     swatch.style.setProperty("--c", item.colour);
     if (item.fill) swatch.style.setProperty("--f", item.fill);
-    el("span", null, key, item.label);
+    el("span", null, entry, item.label);
   }
-  return box;
+}
+
+// The payload's name for a quantity (bam_viz.labels), or the key itself where an old payload has none.
+function label(h, key) {
+  const labels = h && h.labels && typeof h.labels === "object" ? h.labels : {};
+  return typeof labels[key] === "string" ? labels[key] : key;
 }
 
 // A panel's prose: a <p class="bamviz-caption"> in a wrapper; presentation mode puts a "What this
@@ -1181,7 +1196,8 @@ class PayloadView extends View {
 }
 
 // ---- summary instance: headline, sweep, prediction -----------------------------------------------
-const STAT_NAMES = ["p_mc", "p_se", "p_mean_field", "gap", "gap_se", "mi", "mi_se", "expected_entropy"];
+const STAT_NAMES = ["p_mc", "p_se", "p_mean_attention", "gap", "gap_se", "p_softmax", "gap_softmax", "gap_softmax_se",
+  "mi", "mi_se", "mi_lo", "mi_hi", "expected_entropy"];
 
 function decimalsFor(se) {
   return se > 0 && se < 0.001 ? Math.min(6, -Math.floor(Math.log10(se))) : 3;
@@ -1199,22 +1215,18 @@ class SummaryView extends PayloadView {
     const root = this.root;
     const head = el("section", "bamviz-panel bamviz-headline", root);
     const boxes = el("div", "bamviz-metrics", head);
-    this.metrics = ["P(positive) = E[f(z)]", "f(E[z]), mean attention", "Gap E[f(z)] − f(E[z])",
-      "Epistemic (mutual information), nats"].map((title) => {
+    this.metrics = ["p_mc", "mean_attention", "gap", "softmax", "mi"].map((key) => {
       const box = el("div", "bamviz-metric", boxes);
-      el("div", "bamviz-metric-label", box, title);
-      return { value: el("div", "bamviz-metric-value", box), sub: el("div", "bamviz-metric-sub", box) };
+      box.dataset.metric = key;
+      return { key, label: el("div", "bamviz-metric-label", box), value: el("div", "bamviz-metric-value", box),
+        sub: el("div", "bamviz-metric-sub", box) };
     });
     this.gapLine = el("p", "bamviz-gapline", head);
     this.capHeadline = caption(head);
 
     this.sweepPanel = el("section", "bamviz-panel", root);
     this.sweepTitle = el("div", "bamviz-title", this.sweepPanel);
-    legend(this.sweepPanel, [
-      { label: "E[f(z)] ± 2 SE", colour: COLOURS.green, kind: "band", fill: COLOURS.band },
-      { label: "f(E[z]), mean attention", colour: COLOURS.red, kind: "dash" },
-      { label: "mutual information", colour: COLOURS.orange },
-    ]);
+    this.sweepLegend = legend(this.sweepPanel, []);
     this.sweep = this.chart(this.sweepPanel, {
       height: 340, draw: (g) => this.drawSweep(g), hover: (x, y) => this.hoverSweep(x, y) });
     this.capSweep = caption(this.sweepPanel);
@@ -1224,10 +1236,7 @@ class SummaryView extends PayloadView {
     const left = el("div", "bamviz-col bamviz-c3", cols);
     const right = el("div", "bamviz-col bamviz-c2", cols);
     this.histTitle = el("div", "bamviz-title", left);
-    legend(left, [
-      { label: "E[f(z)]", colour: COLOURS.green },
-      { label: "f(E[z])", colour: COLOURS.red, kind: "dash" },
-    ]);
+    this.histLegend = legend(left, []);
     this.hist = this.chart(left, { height: 280, draw: (g) => this.drawHistogram(g), hover: (x, y) => this.hoverHistogram(x, y) });
     this.entropyTitle = el("div", "bamviz-title", right);
     legend(right, [
@@ -1242,6 +1251,18 @@ class SummaryView extends PayloadView {
     const h = this.h;
     const S = this.samples();
     const sl = h.slider;
+    for (const m of this.metrics) setText(m.label, label(h, m.key));
+    fillLegend(this.sweepLegend, [
+      { label: label(h, "mc_band"), colour: COLOURS.green, kind: "band", fill: COLOURS.band },
+      { label: label(h, "mean_attention"), colour: COLOURS.red, kind: "dash" },
+      { label: label(h, "softmax"), colour: COLOURS.softmax, kind: "dash" },
+      { label: `mutual information, ${label(h, "mi_estimator")}`, colour: COLOURS.orange },
+    ]);
+    fillLegend(this.histLegend, [
+      { label: label(h, "mc"), colour: COLOURS.green },
+      { label: label(h, "mean_attention"), colour: COLOURS.red, kind: "dash" },
+      { label: label(h, "softmax"), colour: COLOURS.softmax, kind: "dash" },
+    ]);
     show(this.sweepPanel, !!(sl && Array.isArray(sl.values) && sl.values.length));
     if (sl) setText(this.sweepTitle, `P(positive) and the mutual information at every ${sl.name} (${S} sample${S === 1 ? "" : "s"}, seed ${h.seed})`);
     setText(this.histTitle, `P(positive) across ${S === 1 ? "1 attention sample" : `${S} attention samples`}`);
@@ -1289,18 +1310,23 @@ class SummaryView extends PayloadView {
     const stochastic = this.h.stochastic !== false;
     const err = (se, d, need) => (!stochastic ? "exact" : finite(se) ? `± ${se.toFixed(d)}` : `needs ≥ ${need} samples`);
     const num = (v, d) => (finite(v) ? minus(v.toFixed(d)) : "…");
-    const [p, mf, gap, mi] = this.metrics;
+    const [p, mean, gap, soft, mi] = this.metrics;
     const dp = decimalsFor(st.p_se);
     setText(p.value, num(st.p_mc, dp));
     setText(p.sub, err(st.p_se, dp, 2));
-    setText(mf.value, num(st.p_mean_field, 3));
-    setText(mf.sub, "one pass");
+    setText(mean.value, num(st.p_mean_attention, 3));
+    setText(mean.sub, "one pass, E[w] over the samples");
     const dg = decimalsFor(st.gap_se);
     setText(gap.value, finite(st.gap) ? signed(st.gap, dg) : "…");
-    setText(gap.sub, err(st.gap_se, dg, 2));
+    setText(gap.sub, `${err(st.gap_se, dg, 2)}${stochastic && finite(st.gap_se) ? " (delta method)" : ""}`);
+    setText(soft.value, num(st.p_softmax, 3));
+    const ds = decimalsFor(st.gap_softmax_se);
+    setText(soft.sub, finite(st.gap_softmax) ? `gap ${signed(st.gap_softmax, ds)} ${err(st.gap_softmax_se, ds, 2)}` : "…");
     const dm = decimalsFor(st.mi_se);
     setText(mi.value, num(st.mi, dm));
-    setText(mi.sub, err(st.mi_se, dm, 3));
+    const interval = finite(st.mi_lo) && finite(st.mi_hi)
+      ? `${label(this.h, "mi_interval")} ${minus(st.mi_lo.toFixed(dm))}–${minus(st.mi_hi.toFixed(dm))}` : err(st.mi_se, dm, 3);
+    setText(mi.sub, stochastic ? interval : "exact");
     let line = "";
     if (stochastic && finite(st.gap_se) && finite(st.gap)) {
       const x = (2 * st.gap_se).toFixed(dg);
@@ -1324,7 +1350,8 @@ class SummaryView extends PayloadView {
     const get = (name) => rows.map((r) => (r ? r[name] : NaN));
     const p = get("p_mc");
     const se = get("p_se");
-    const mf = get("p_mean_field");
+    const mf = get("p_mean_attention");
+    const sm = get("p_softmax");
     const mi = get("mi");
     let miMax = 0;
     for (const v of mi) if (finite(v)) miMax = Math.max(miMax, v);
@@ -1354,6 +1381,7 @@ class SummaryView extends PayloadView {
       ctx.rect(top.x, top.y - 2, top.w, top.h + 4);
       ctx.clip();
       band(lg, xs, p.map((v, k) => sTop(clamp(v - 2 * se[k], 0, 1))), p.map((v, k) => sTop(clamp(v + 2 * se[k], 0, 1))), COLOURS.band);
+      polyline(lg, xs, sm.map(sTop), { colour: COLOURS.softmax, width: 2, dash: [2, 3] });
       polyline(lg, xs, mf.map(sTop), { colour: COLOURS.red, width: 2, dash: [6, 4] });
       polyline(lg, xs, p.map(sTop), { colour: COLOURS.green, width: 3, markers: 2.5 });
       ctx.restore();
@@ -1367,7 +1395,7 @@ class SummaryView extends PayloadView {
     this.markers(g, sl, sx, top, bot);
     this.sweepLayout = { sx, xs, box, rows, name: sl.name, values };
     const n = rows.filter((r) => r && finite(r.p_mc)).length;
-    return `Sweep of P(positive) (E[f(z)] and f(E[z])) and the mutual information over ${sl.name}, ${n} of ${G} values computed`;
+    return `Sweep of P(positive) (E[f(z)], f(E[w]) and f(softmax)) and the mutual information over ${sl.name}, ${n} of ${G} values computed`;
   }
 
   // Vertical lines at the current and the trained value, labelled above the plot.
@@ -1407,7 +1435,7 @@ class SummaryView extends PayloadView {
     if (best < 0 || dist > 30) return null;
     const r = L.rows[best];
     const se = finite(r.p_se) ? ` ± ${fmtG(r.p_se, 2)}` : "";
-    return `${L.name} = ${fmtShort(L.values[best])} · E[f(z)] ${fmtG(r.p_mc, 3)}${se} · f(E[z]) ${fmtG(r.p_mean_field, 3)} · MI ${fmtG(r.mi, 2)}`;
+    return `${L.name} = ${fmtShort(L.values[best])} · E[f(z)] ${fmtG(r.p_mc, 3)}${se} · f(E[w]) ${fmtG(r.p_mean_attention, 3)} · f(softmax) ${fmtG(r.p_softmax, 3)} · MI ${fmtG(r.mi, 2)}`;
   }
 
   // -- histogram of P(positive) over the samples of frame i.
@@ -1444,7 +1472,8 @@ class SummaryView extends PayloadView {
     for (const v of samples) ctx.fillRect(Math.round(sx(v)) - 0.5, base + 2, 1, 6 * g.s);
     ctx.restore();
     vline(g, sx(0.5), box.y, base, COLOURS.grey, { dash: [1, 3] });
-    if (finite(st.p_mean_field)) vline(g, sx(clamp(st.p_mean_field, 0, 1)), box.y, base, COLOURS.red, { dash: [6, 4], width: 2 });
+    if (finite(st.p_softmax)) vline(g, sx(clamp(st.p_softmax, 0, 1)), box.y, base, COLOURS.softmax, { dash: [2, 3], width: 2 });
+    if (finite(st.p_mean_attention)) vline(g, sx(clamp(st.p_mean_attention, 0, 1)), box.y, base, COLOURS.red, { dash: [6, 4], width: 2 });
     if (finite(st.p_mc)) vline(g, sx(clamp(st.p_mc, 0, 1)), box.y, base, COLOURS.green, { width: 2 });
     this.histLayout = { box, sx, bins };
     return `Histogram of P(positive) over ${samples.length} sample${samples.length === 1 ? "" : "s"}`;
@@ -1529,11 +1558,7 @@ class InsideView extends PayloadView {
     const left = el("div", "bamviz-col bamviz-c3", cols);
     const right = el("div", "bamviz-col bamviz-c2", cols);
     this.barsTitle = el("div", "bamviz-title", left);
-    legend(left, [
-      { label: "prior mean π_j", colour: COLOURS.grey, kind: "box" },
-      { label: "posterior mean", colour: COLOURS.blue, kind: "box" },
-      { label: "5–95%", colour: "currentColor", kind: "whisker" },
-    ]);
+    this.barsLegend = legend(left, []);
     this.bars = this.chart(left, { height: 320, draw: (g) => this.drawBars(g), hover: (x, y) => this.hoverBars(x, y) });
     this.capBars = caption(left);
     this.densityTitle = el("div", "bamviz-title", right);
@@ -1565,6 +1590,13 @@ class InsideView extends PayloadView {
 
   structure() {
     const h = this.h;
+    fillLegend(this.barsLegend, [
+      { label: label(h, "prior_mean"), colour: COLOURS.grey, kind: "box" },
+      { label: label(h, "posterior_mean"), colour: COLOURS.blue, kind: "box" },
+      { label: label(h, "whiskers"), colour: "currentColor", kind: "whisker" },
+      { label: label(h, "softmax_weights"), colour: COLOURS.softmax },
+      { label: label(h, "prior_pi"), colour: COLOURS.now },
+    ]);
     const tokens = Array.isArray(h.tokens) ? h.tokens.map(tokenText) : [];
     this.tokens = tokens;
     this.window = Array.isArray(h.window) ? h.window.filter((t) => Number.isInteger(t)) : tokens.map((_, k) => k);
@@ -1615,10 +1647,11 @@ class InsideView extends PayloadView {
     const { i, j } = this.idx;
     const W = this.W;
     if (!W) { message(g, "No tokens to show."); return "No attention bars"; }
-    const prior = [0, 1, 2].map((q) => row(this.a.prior_row, W, j, q));
-    const post = i >= 0 ? [0, 1, 2].map((q) => row(this.a.post_row, W, i, q)) : [[], [], []];
+    // rows: the samples' mean, their 5% and 95% quantiles, then softmax(ψ) (posterior) or π (prior)
+    const prior = [0, 1, 2, 3].map((q) => row(this.a.prior_row, W, j, q));
+    const post = i >= 0 ? [0, 1, 2, 3].map((q) => row(this.a.post_row, W, i, q)) : [[], [], [], []];
     let top = 0;                                  // the axis holds the bars and their whiskers
-    for (const v of [...prior[0], ...post[0], ...prior[2], ...post[2]]) if (finite(v)) top = Math.max(top, v);
+    for (const v of [...prior[0], ...post[0], ...prior[2], ...post[2], ...prior[3], ...post[3]]) if (finite(v)) top = Math.max(top, v);
     const ymax = Math.min(1, Math.max(0.05, top * 1.05));
     const yTicks = linearTicks(0, ymax, 4);
     const left = yAxisMargin(g, yTicks);
@@ -1639,8 +1672,8 @@ class InsideView extends PayloadView {
     axes(g, box, (v) => v, sy, { yTicks, yTitle: "attention weight" });
     const bw = Math.max(1, step * 0.36);
     const series = [
-      { m: prior, colour: COLOURS.grey, dx: -bw / 2 - 0.5 },
-      { m: post, colour: COLOURS.blue, dx: bw / 2 + 0.5 },
+      { m: prior, colour: COLOURS.grey, dx: -bw / 2 - 0.5, mark: COLOURS.now },
+      { m: post, colour: COLOURS.blue, dx: bw / 2 + 0.5, mark: COLOURS.softmax },
     ];
     ctx.save();
     ctx.beginPath();
@@ -1677,6 +1710,21 @@ class InsideView extends PayloadView {
       }
       ctx.stroke();
     }
+    // softmax(ψ) on each posterior bar, π on each prior bar: a short rule across the bar
+    ctx.globalAlpha = 1;
+    ctx.lineWidth = 2.5 * g.s;
+    for (const s of series) {
+      ctx.strokeStyle = s.mark;
+      ctx.beginPath();
+      for (let k = 0; k < W; k++) {
+        const v = s.m[3][k];
+        if (!finite(v)) continue;
+        const x = cx(k) + s.dx;
+        const y = sy(clamp(v, 0, ymax));
+        ctx.moveTo(x - bw / 2 - 1, y); ctx.lineTo(x + bw / 2 + 1, y);
+      }
+      ctx.stroke();
+    }
     ctx.restore();
     if (showLabels) {
       const fit = labelFit(g, step * Math.SQRT1_2);
@@ -1684,7 +1732,7 @@ class InsideView extends PayloadView {
         angle: -Math.PI / 4, bold: (k) => k === keyIndex, ...fit });
     }
     this.barsLayout = { box, step, prior, post };
-    return `Bars of the prior and posterior mean attention of query ${this.tokens[this.h.query] || ""} to each of ${W} keys, with 5–95% whiskers`;
+    return `Bars of the prior's and the posterior's mean attention over their samples, query ${this.tokens[this.h.query] || ""} to each of ${W} keys, with 5–95% whiskers and softmax(ψ) and π marked`;
   }
 
   hoverBars(x, y) {
@@ -1692,8 +1740,9 @@ class InsideView extends PayloadView {
     if (!L || x < L.box.x || x > L.box.x + L.box.w || y < L.box.y || y > L.box.y + L.box.h) return null;
     const k = Math.floor((x - L.box.x) / L.step);
     if (k < 0 || k >= this.W) return null;
-    const range = (m) => (finite(m[0][k]) ? `${fmtG(m[0][k], 3)} [${fmtG(m[1][k], 2)}, ${fmtG(m[2][k], 2)}]` : "…");
-    return `key ${this.windowLabels[k]} · prior ${range(L.prior)} · posterior ${range(L.post)}`;
+    const range = (m, mark) => (finite(m[0][k])
+      ? `mean ${fmtG(m[0][k], 3)} [${fmtG(m[1][k], 2)}, ${fmtG(m[2][k], 2)}], ${mark} ${fmtG(m[3][k], 3)}` : "…");
+    return `key ${this.windowLabels[k]} · prior ${range(L.prior, "π")} · posterior ${range(L.post, "softmax")}`;
   }
 
   // -- 1b: density of log10 S_ij for the selected query and key, prior and posterior.
@@ -1783,6 +1832,15 @@ class InsideView extends PayloadView {
     const base = offsetOf(maps, i, 0, 0, 0);
     const plane = W * W;
     const relative = !!this.h.relative;
+    const S = Number.isInteger(this.h.n_samples) ? this.h.n_samples : 0;
+    const titles = Array.isArray(this.h.map_titles) ? this.h.map_titles : [];
+    const scales = Array.isArray(this.h.map_scales) ? this.h.map_scales : [];
+    const isStd = (m) => scales[m] === "std";
+    const names = [];
+    for (let m = 0; m < L.n; m++) {
+      const t = typeof titles[m] === "string" ? titles[m] : `map ${m + 1}`;
+      names.push(isStd(m) && S > 0 ? `${t} (${S})` : t);
+    }
     let wmax = 1;
     let smax = STD_MAX;
     if (relative) {
@@ -1790,15 +1848,12 @@ class InsideView extends PayloadView {
       for (let m = 0; m < L.n; m++) {
         for (let k = 0; k < plane; k++) {
           const v = maps.data[base + m * plane + k] * maps.scale;
-          if (m === 1) smax = Math.max(smax, v); else wmax = Math.max(wmax, v);
+          if (isStd(m)) smax = Math.max(smax, v); else wmax = Math.max(wmax, v);
         }
       }
       wmax = wmax > 0 ? wmax : 1e-6;
       smax = smax > 0 ? smax : 1e-6;
     }
-    const S = Number.isInteger(this.h.n_samples) ? this.h.n_samples : 0;
-    const names = ["mean (posterior)", S > 0 ? `std over ${S} sample${S === 1 ? "" : "s"}` : "std"];
-    for (let m = 2; m < L.n; m++) names.push(`sample ${m - 1}`);
     const layout = [];
     for (let m = 0; m < L.n; m++) {
       const r = Math.floor(m / L.cols);
@@ -1806,7 +1861,7 @@ class InsideView extends PayloadView {
       const x = L.lw + c * (L.map + L.gap);
       const y = r * L.cellH + L.titleH;
       const off = base + m * plane;
-      const std = m === 1;
+      const std = isStd(m);
       heatmap(g, { x, y, w: L.map, h: L.map }, W, W, (qr, kc) => maps.data[off + qr * W + kc] * maps.scale,
         std ? ORANGES : BLUES, 0, std ? smax : wmax);
       g.ctx.strokeStyle = g.axis;
@@ -1834,7 +1889,7 @@ class InsideView extends PayloadView {
     colourBar(g, { x: bx2, y: by, w: 10, h: barH }, ORANGES, sTicks, relative ? "std, relative" : "std 0 to 0.5");
     this.mapsLayoutNow = { L, layout };
     this.setMapBoxes(layout.map((m) => ({ title: m.name, x: m.x + 1, y: m.y + 1, w: L.map - 2, h: L.map - 2 })));
-    return `Attention maps of layer ${this.h.layer} head ${this.h.head}: mean, std and ${L.n - 2} sampled maps over ${W} tokens`;
+    return `Attention maps of layer ${this.h.layer} head ${this.h.head}: ${names.join(", ")}, over ${W} tokens`;
   }
 
   // data-maps on the canvas: each map's title and box in canvas pixels (tests read the colours there).
@@ -1951,7 +2006,9 @@ class InsideView extends PayloadView {
     const l = Math.floor(((y - box.y) / box.h) * L);
     if (!this.stochasticLayers.has(l)) return `layer ${l}, head ${hd} · deterministic`;
     const v = raw[l][hd];
-    return `layer ${l}, head ${hd} · ${which === "kl" ? `KL ${fmtG(v, 3)} nats` : fmtG(v, 3)}`;
+    const limit = finite(this.h.float32_limit) ? this.h.float32_limit : Infinity;
+    const kl = v >= limit * (1 - 1e-6) ? `KL > ${fmtG(limit, 2)} nats (beyond what the page's numbers hold)` : `KL ${fmtG(v, 3)} nats`;
+    return `layer ${l}, head ${hd} · ${which === "kl" ? kl : fmtG(v, 3)}`;
   }
 }
 
