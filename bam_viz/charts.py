@@ -649,7 +649,8 @@ def layer_head_figure(result: ExplainResult, which: str = "spread",
     """
     facts = Facts.of(result)
     if which == "spread":
-        values, title, unit = _np(result.spread), "Attention spread<br>mean std of sampled weights", "spread"
+        values, title = _np(result.spread), "Attention spread<br>std of sampled weights, averaged over cells"
+        unit = "spread"
     elif which == "kl":
         values, title, unit = _np(result.kl), "KL(q ‖ prior)<br>summed over queries and keys", "KL, nats"
     else:

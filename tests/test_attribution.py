@@ -371,7 +371,10 @@ def test_a_probe_touches_only_its_own_thread():
         worker = threading.Thread(target=other)
         worker.start()
         worker.join()
-    assert not torch.allclose(inside, expected) and torch.equal(seen[0], expected)
+    # Not bit-equal: another test's background frames may leave this pass fewer intra-op threads, and
+    # another summation order; zeros in one layer move even this sure sentence well past rounding.
+    assert (inside - expected).abs().max() > 1e-6
+    torch.testing.assert_close(seen[0], expected, atol=1e-7, rtol=0)
 
 
 # ---- input checks -----------------------------------------------------------------------------------

@@ -1580,7 +1580,7 @@ class InsideView extends PayloadView {
     const gl = el("div", "bamviz-col bamviz-half", grids);
     const gr = el("div", "bamviz-col bamviz-half", grids);
     el("div", "bamviz-title", gl, "Attention spread");
-    el("div", "bamviz-subtitle", gl, "mean std of sampled weights");
+    el("div", "bamviz-subtitle", gl, "std of sampled weights, averaged over cells");
     this.spread = this.chart(gl, { height: (w, s) => this.gridHeight(s), draw: (g) => this.drawGrid(g, "spread"), hover: (x, y) => this.hoverGrid("spread", x, y) });
     el("div", "bamviz-title", gr, "KL(q ‖ prior)");
     el("div", "bamviz-subtitle", gr, "summed over queries and keys");
