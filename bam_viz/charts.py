@@ -24,7 +24,7 @@ from bam_viz.labels import LABELS
 from bam_viz.result import ExplainResult
 
 PRIOR_COLOUR = "#9e9e9e"
-PI_COLOUR = "#424242"                # the prior's pi, marked on its bars
+PI_COLOUR = "#555555"                # the prior's pi, marked on its bars (live.js: COLOURS.now)
 POSTERIOR_COLOUR = "#1f77b4"
 MEAN_ATTENTION_COLOUR = "#d62728"    # f(E[w]), the pass at the samples' mean weights (as the page draws it)
 SOFTMAX_COLOUR = "#7b1fa2"           # f(softmax) and softmax(psi): the deterministic pass
@@ -776,8 +776,9 @@ def prior_posterior_caption(result: ExplainResult, layer: int, head: int, query:
     else:
         bars = ("This model has no prior: its attention is random through dropout, so the grey bars "
                 "repeat the blue ones.")
-    bars += (" Each bar is the mean over its draws; the filled diamond marks softmax(ψ), the deterministic "
-             + ("pass, and the open one the prior's π." if facts.prior != "none" else "pass, dropout off."))
+    bars += (" Each bar is the mean over its draws; the purple mark on each blue bar is softmax(ψ), the "
+             + ("deterministic pass, and the dark one on each grey bar the prior's π." if facts.prior != "none"
+                else "deterministic pass, dropout off."))
     against = f" (prior {prior[top]:.2f})" if facts.prior != "none" else ""
     soft_top = f"the deterministic pass gives it {soft[top]:.2f}"
     if facts.n_samples < 2:

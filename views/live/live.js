@@ -1203,6 +1203,16 @@ function decimalsFor(se) {
   return se > 0 && se < 0.001 ? Math.min(6, -Math.floor(Math.log10(se))) : 3;
 }
 
+// A value at the precision its standard error allows; below 1e-6, in powers of ten.
+const tinyError = (se) => finite(se) && se > 0 && se < 1e-6;
+function fixed(v, se) {
+  return tinyError(se) ? minus(v.toExponential(1)) : minus(v.toFixed(decimalsFor(se)));
+}
+function signedAt(v, se) {
+  if (!tinyError(se)) return signed(v, decimalsFor(se));
+  return `${v >= 0 ? "+" : "−"}${Math.abs(v).toExponential(1)}`;
+}
+
 function signed(v, d) {
   const r = v.toFixed(d);
   if (Number(r) === 0) return `+${Math.abs(v).toFixed(d)}`;
@@ -1308,31 +1318,28 @@ class SummaryView extends PayloadView {
     const { i } = this.idx;
     const st = this.stats(i);
     const stochastic = this.h.stochastic !== false;
-    const err = (se, d, need) => (!stochastic ? "exact" : finite(se) ? `± ${se.toFixed(d)}` : `needs ≥ ${need} samples`);
-    const num = (v, d) => (finite(v) ? minus(v.toFixed(d)) : "…");
+    const err = (se, need) => (!stochastic ? "exact" : finite(se) ? `± ${fixed(se, se)}` : `needs ≥ ${need} samples`);
+    const num = (v, se) => (finite(v) ? fixed(v, se) : "…");
     const [p, mean, gap, soft, mi] = this.metrics;
-    const dp = decimalsFor(st.p_se);
-    setText(p.value, num(st.p_mc, dp));
-    setText(p.sub, err(st.p_se, dp, 2));
-    setText(mean.value, num(st.p_mean_attention, 3));
+    setText(p.value, num(st.p_mc, st.p_se));
+    setText(p.sub, err(st.p_se, 2));
+    setText(mean.value, num(st.p_mean_attention, NaN));
     setText(mean.sub, "one pass, E[w] over the samples");
-    const dg = decimalsFor(st.gap_se);
-    setText(gap.value, finite(st.gap) ? signed(st.gap, dg) : "…");
-    setText(gap.sub, `${err(st.gap_se, dg, 2)}${stochastic && finite(st.gap_se) ? " (delta method)" : ""}`);
-    setText(soft.value, num(st.p_softmax, 3));
-    const ds = decimalsFor(st.gap_softmax_se);
-    setText(soft.sub, finite(st.gap_softmax) ? `gap ${signed(st.gap_softmax, ds)} ${err(st.gap_softmax_se, ds, 2)}` : "…");
-    const dm = decimalsFor(st.mi_se);
-    setText(mi.value, num(st.mi, dm));
+    setText(gap.value, finite(st.gap) ? signedAt(st.gap, st.gap_se) : "…");
+    setText(gap.sub, `${err(st.gap_se, 2)}${stochastic && finite(st.gap_se) ? " (delta method)" : ""}`);
+    setText(soft.value, num(st.p_softmax, NaN));
+    setText(soft.sub, finite(st.gap_softmax) ? `gap ${signedAt(st.gap_softmax, st.gap_softmax_se)} ${err(st.gap_softmax_se, 2)}` : "…");
+    setText(mi.value, num(st.mi, st.mi_se));
     const interval = finite(st.mi_lo) && finite(st.mi_hi)
-      ? `${label(this.h, "mi_interval")} ${minus(st.mi_lo.toFixed(dm))}–${minus(st.mi_hi.toFixed(dm))}` : err(st.mi_se, dm, 3);
+      ? `${label(this.h, "mi_interval")} ${fixed(st.mi_lo, st.mi_se)}–${fixed(st.mi_hi, st.mi_se)}` : err(st.mi_se, 3);
     setText(mi.sub, stochastic ? interval : "exact");
     let line = "";
     if (stochastic && finite(st.gap_se) && finite(st.gap)) {
-      const x = (2 * st.gap_se).toFixed(dg);
+      const x = fixed(2 * st.gap_se, st.gap_se);
+      const name = label(this.h, "gap").replace(/^Gap /, "");
       line = Math.abs(st.gap) > 2 * st.gap_se
-        ? `The gap is distinguishable from zero (|gap| > 2 SE = ${x}).`
-        : `The gap is not distinguishable from zero (|gap| ≤ 2 SE = ${x}): its sign cannot be told from Monte Carlo noise.`;
+        ? `The gap ${name} is distinguishable from zero (|gap| > 2 SE = ${x}).`
+        : `The gap ${name} is not distinguishable from zero (|gap| ≤ 2 SE = ${x}): its sign cannot be told from Monte Carlo noise.`;
     }
     setText(this.gapLine, line);
     show(this.gapLine, !!line);
