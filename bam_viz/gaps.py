@@ -75,9 +75,12 @@ def mean_attention_probs(model, x, mask, sampled: Mapping[int, torch.Tensor],
         if S < 2:
             return probs.detach(), None
         C = probs.shape[0]
-        per_class = [torch.autograd.grad(probs[c], list(means.values()), retain_graph=c < C - 1) for c in range(C)]
+        # The probabilities sum to 1, so their slopes sum to 0: C - 1 backward passes give them all.
+        per_class = [torch.autograd.grad(probs[c], list(means.values()), retain_graph=c < C - 2)
+                     for c in range(C - 1)]
     slopes = torch.zeros(S, C, dtype=torch.float64, device=probs.device)
     for k, (i, m) in enumerate(means.items()):
-        g = torch.stack([grads[k] for grads in per_class]).reshape(C, -1)                 # (C, H T T)
-        slopes += (sampled[i].reshape(S, -1) @ g.T - m.detach().reshape(1, -1) @ g.T).double()
+        g = torch.stack([grads[k] for grads in per_class]).reshape(C - 1, -1)             # (C - 1, H T T)
+        slopes[:, : C - 1] += (sampled[i].reshape(S, -1) @ g.T - m.detach().reshape(1, -1) @ g.T).double()
+    slopes[:, C - 1] = -slopes[:, : C - 1].sum(1)
     return probs.detach(), slopes
