@@ -114,10 +114,11 @@ def make_frame(model, text: str, n_samples: int, seed: int, hyper: dict, window:
     for layer in r.stochastic_layers:
         w = r.sample_weights[:, layer][:, :, idx][:, :, :, idx]                    # (S, H, W, W)
         S = w.shape[0]
-        # NumPy: torch's std over a strided first dimension took 6 ms of a frame's ~100
-        std = torch.from_numpy(w.numpy().std(0, ddof=1)) if S > 1 else torch.zeros_like(w[0])
+        # NumPy: torch's std over a strided first dimension is slow; one copy serves the mean and std.
+        drawn = w.numpy()
+        mean = torch.from_numpy(drawn.mean(0, dtype=np.float64)).float()           # (H, W, W) E[w] in the window
+        std = torch.from_numpy(drawn.std(0, ddof=1)) if S > 1 else torch.zeros_like(w[0])
         q = quantiles(w, (0.05, 0.95))
-        mean = r.posterior_mean_weights[layer][:, idx][:, :, idx]                  # (H, W, W)
         parts = [mean, std, q[0], q[1], *w[:MAP_SAMPLES]]
         maps[layer] = torch.stack(parts, 1).half().numpy()                        # (H, K, W, W)
     return FrameParts(stats=stats, p_samples=r.sample_probs[:, pos].double().numpy(),
