@@ -6,8 +6,8 @@ Weibull, `shape_k`: `POSTERIOR_PER_DECADE` values a decade) and of the prior-onl
 `PRIOR_PER_DECADE` a decade). Each posterior value is one `explain()` call, so a frame is exactly what
 `explain()` gives at that value, reduced to a `Frame` (the headline's estimates and errors, the
 per-sample predictions, spread, every stochastic head's maps in the token window, and the KL at
-every prior value). Frames are made nearest to the current value first, by a pool of worker threads
-(torch releases the GIL), while the page already draws the ones made.
+every prior value). Frames are made nearest to the current value first, in the background
+(`bam_viz.scheduler`), while the page already draws the ones made.
 
 What depends on the prior-only slider alone is cheap and made when the payload is packed: the
 prior's draws for the selected query, its density, and the KL, which is closed form in the
@@ -16,25 +16,16 @@ every layer, whatever k), so one pass serves every (posterior, prior) pair. The 
 use that pass's prior, where `explain()` draws the prior of each sample's keys above the first
 stochastic layer (for the first, the two agree).
 
-`summary_payload` and `inside_payload` pack what the page's two chart components draw: a
-little-endian uint32 header length, a UTF-8 JSON header naming the arrays (`offset` in bytes,
-`shape`, `dtype` "f4" or "u2", where u2 holds a value in [0, 1] times 65535), zero padding to a
-multiple of 4, then the arrays.
+`summary_payload` and `inside_payload` pack what the page's two chart components draw, in the
+format of `bam_viz.wire`.
 """
 
 from __future__ import annotations
 
-import atexit
 import hashlib
-import json
-import logging
 import math
-import os
-import struct
 import threading
 import time
-from collections import deque
-from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -48,7 +39,6 @@ from bam_viz.frames import (
     STATS,
     Frame,
     FrameParts,
-    FrameWorker,
     WorkerGone,
     make_frame,
     quantiles,
@@ -56,6 +46,16 @@ from bam_viz.frames import (
 from bam_viz.inputs import check_n_samples, check_seed, check_text
 from bam_viz.labels import LABELS
 from bam_viz.result import log10_density, log10_range
+from bam_viz.scheduler import (  # noqa: F401  (the app and the benchmarks reach them as live.*)
+    FRAME_WORKER_ENV,
+    FRAMES,
+    SERVER_NICE,
+    WORKERS,
+    lower_priority,
+    server_priority,
+    wait_idle,
+)
+from bam_viz.wire import FLOAT32_LIMIT, finite32, pack, unpack  # noqa: F401
 
 POSTERIOR_PER_DECADE = 12       # the posterior's log slider: ~21% steps (46 values for shape_k, with the trained 3)
 PRIOR_PER_DECADE = 4            # the prior-only log slider: ~78% steps (33 values for beta)
@@ -63,7 +63,6 @@ LINEAR_POINTS = {"posterior": 61, "prior": 31}
 DENSITY_POINTS = 160
 # The maps panel's first maps (title, colour scale), then the sampled ones.
 MAP_PANELS = ((LABELS["posterior_mean"], "weight"), (LABELS["softmax_weights"], "weight"), (LABELS["std"], "std"))
-WORKERS = 2                     # frames made at once: this machine's cores
 IDLE_S = 5.0                    # a grid nobody asked about for this long stops making frames
 
 
@@ -212,8 +211,7 @@ class LiveGrid:
         with self._lock:
             if self.frames[i] is not None or i in self._making:
                 return
-            if time.monotonic() - self.touched > IDLE_S:       # abandoned: a new sentence came
-                self.started = False
+            if self.abandoned():                                # a new sentence came
                 return
             self._making.add(i)
         try:
@@ -221,6 +219,13 @@ class LiveGrid:
         finally:
             with self._lock:
                 self._making.discard(i)
+
+    def abandoned(self) -> bool:
+        """Nobody asked about this grid for IDLE_S: it stops making frames (until `touch`)."""
+        if time.monotonic() - self.touched > IDLE_S:
+            self.started = False
+            return True
+        return False
 
     def start(self, current: int) -> None:
         """Make frame `current` now, then the rest in the background, nearest first."""
@@ -360,257 +365,6 @@ def sweep_of(grid: LiveGrid):
                  n_samples=grid.n_samples, seed=grid.seed)
 
 
-class FrameScheduler:
-    """The background frames of every grid, made by WORKERS threads at lower CPU priority, or, with
-    $BAM_VIZ_FRAME_WORKER=process (the app's setting), sent by those threads to one worker process
-    at nice 19 (`bam_viz.frames.FrameWorker`), which keeps their Python off the server's GIL.
-
-    Grids take turns, a frame each (round robin), and each grid's frames come in its own order
-    (nearest to its slider first). With twenty sentences typed at once, every student gets the
-    values next to their slider within a few rounds, instead of the twentieth waiting for the other
-    nineteen grids to finish (a single queue in arrival order). A grid nobody asked about for IDLE_S
-    leaves the rotation (`LiveGrid.touch` brings it back)."""
-
-    def __init__(self, workers: int = WORKERS):
-        self.workers = workers
-        self._turns: deque = deque()              # (grid, deque of frame indices still to make)
-        self._cond = threading.Condition()
-        self._threads: list[threading.Thread] = []
-        self.busy = 0                             # frames being made now
-        self.front = 0                            # requests being answered now (`foreground`)
-        self._worker: FrameWorker | None = None
-        self._mode: str | None = None
-        self._stopping = False                    # `stop`: no new frame starts
-
-    @property
-    def worker(self) -> FrameWorker | None:
-        """The worker process's handle when frames are made in one ($FRAME_WORKER_ENV read once)."""
-        if self._mode is None:
-            mode = os.environ.get(FRAME_WORKER_ENV, "threads").strip().lower()
-            if mode not in ("threads", "process"):
-                raise ValueError(f"${FRAME_WORKER_ENV} is 'threads' or 'process', not {mode!r}")
-            self.use(mode)
-        return self._worker
-
-    def prepare(self, model) -> None:
-        """Call once when a model is loaded, before any thread uses it: with a worker process, its
-        weights move into shared memory now (a move, so never while another thread reads them), and
-        the worker later maps the same pages instead of a copy of its own."""
-        if self.worker is not None:
-            from bam_viz.device import trim_heap
-
-            model.share_memory()
-            trim_heap()                 # the private copies the weights leave behind go back to the system
-
-    def use(self, mode: str) -> None:
-        """Make background frames in this process's threads ("threads") or in a worker process."""
-        with self._cond:
-            old, self._mode = self._worker, mode
-            self._worker = FrameWorker() if mode == "process" else None
-        if old is not None:
-            old.close()
-
-    def add(self, grid: LiveGrid, order: list[int]) -> None:
-        _ = self.worker                           # the mode, read once before any frame is handed out
-        with self._cond:
-            self._turns = deque(t for t in self._turns if t[0] is not grid)
-            if order:
-                self._turns.append((grid, deque(order)))
-            if not self._threads:
-                atexit.register(self.stop)
-            while len(self._threads) < self.workers:
-                t = threading.Thread(target=self._run, name=f"bam-viz-live-{len(self._threads)}", daemon=True)
-                self._threads.append(t)
-                t.start()
-            self._cond.notify_all()
-
-    def _next(self):
-        """The next (grid, frame) in turn, or None when no grid has frames to make (under the lock)."""
-        while self._turns:
-            grid, todo = self._turns.popleft()
-            if time.monotonic() - grid.touched > IDLE_S:        # abandoned: a new sentence came
-                grid.started = False
-                continue
-            while todo and (grid.frames[todo[0]] is not None or todo[0] in grid._making):
-                todo.popleft()
-            if not todo:
-                continue
-            i = todo.popleft()
-            if todo:
-                self._turns.append((grid, todo))
-            return grid, i
-        return None
-
-    @contextmanager
-    def foreground(self):
-        """Mark a request being answered (a page or fragment run): no background frame starts while
-        one is, for up to YIELD_S. Nice alone cannot give a run the machine: the workers are threads
-        of the same process, and a frame holding the GIL stalls every run's Python."""
-        with self._cond:
-            self.front += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self.front -= 1
-                self._cond.notify_all()
-
-    def _run(self) -> None:
-        lower_priority()
-        while True:
-            with self._cond:
-                self._cond.wait_for(lambda: bool(self._turns) or self._stopping)
-                if self._stopping:
-                    return
-                # Runs first; after YIELD_S a frame starts anyway, so a class that never pauses still
-                # gets its grids (their polling stops only when they are done). A worker process needs
-                # no such wait: the kernel runs it only on a core no request wants.
-                if self._worker is None:
-                    self._cond.wait_for(lambda: self.front == 0 or self._stopping, timeout=YIELD_S)
-                job = None if self._stopping else self._next()
-                if job is None:
-                    continue
-                self.busy += 1
-            try:
-                job[0]._work(job[1])
-            except Exception:           # one frame's failure must not stop the workers; asking again retries
-                logging.getLogger(__name__).exception("bam-viz: a live grid frame failed")
-            finally:
-                with self._cond:
-                    self.busy -= 1
-                    self._cond.notify_all()
-
-    @property
-    def active(self) -> int:
-        """Grids with frames still to make."""
-        with self._cond:
-            return len(self._turns) + (1 if self.busy and not self._turns else 0)
-
-    @property
-    def idle(self) -> bool:
-        with self._cond:
-            return not self._turns and not self.busy
-
-    def stop(self, timeout: float | None = None) -> bool:
-        """For good, at interpreter exit (registered with atexit when the threads start): no new frame
-        starts, the frames being made finish (for up to STOP_TIMEOUT_S), the threads end, then the
-        worker process is closed. A daemon thread still inside torch when Python finalizes is ended
-        by a forced unwind through torch's C++ frames, which aborts the process ("terminate called
-        without an active exception"). True when every thread ended."""
-        with self._cond:
-            self._stopping = True
-            self._cond.notify_all()
-            threads = list(self._threads)
-        deadline = time.monotonic() + (STOP_TIMEOUT_S if timeout is None else timeout)
-        for t in threads:
-            t.join(max(0.0, deadline - time.monotonic()))
-        ended = not any(t.is_alive() for t in threads)
-        if not ended:
-            logging.getLogger(__name__).warning("bam-viz: a background frame was still being made at exit")
-        elif self._worker is not None:  # not before: a frame whose worker is gone is made in this process
-            self._worker.close()
-        return ended
-
-
-FRAMES = FrameScheduler()
-
-
-FRAME_WORKER_ENV = "BAM_VIZ_FRAME_WORKER"
-SERVER_NICE_ENV = "BAM_VIZ_SERVER_NICE"
-# The server's niceness (`server_priority`): a browser on the server's own machine (the teacher's, on
-# the projector) gets three times the server's share of a busy core, so its slider presses do not
-# wait for the class's work. 0 turns it off.
-SERVER_NICE = 5
-NICE_STEP = 10                   # background frames this much nicer than requests: a ninth of their CPU weight
-YIELD_S = 0.25                   # the longest a background frame waits for requests being answered
-STOP_TIMEOUT_S = 30.0            # at exit, the longest the frames being made are waited for (`FrameScheduler.stop`)
-_server_nice = 0                 # what `server_priority` set
-
-
-def server_priority() -> int:
-    """Lower every thread of this process to $BAM_VIZ_SERVER_NICE (default SERVER_NICE), once, and so
-    every thread started later (a Linux thread starts at its creator's niceness): Streamlit's event
-    loop, each script run, the background frames (`lower_priority`, NICE_STEP below). Called by the
-    app as it starts. Under no contention it changes nothing: the kernel weighs niceness only between
-    threads that want the same core. Returns the niceness set (0 where none can be, as on macOS and
-    Windows, whose threads are not reniced one by one)."""
-    import os
-
-    global _server_nice
-    try:
-        want = int(os.environ.get(SERVER_NICE_ENV, SERVER_NICE))
-    except ValueError:
-        logging.getLogger(__name__).warning("bam-viz: $%s is a niceness from 0 to 19, not %r; using %d",
-                                            SERVER_NICE_ENV, os.environ[SERVER_NICE_ENV], SERVER_NICE)
-        want = SERVER_NICE
-    want = min(max(want, 0), 19)
-    if want <= _server_nice:
-        return _server_nice
-    try:
-        for tid in os.listdir("/proc/self/task"):
-            if os.getpriority(os.PRIO_PROCESS, int(tid)) < want:
-                os.setpriority(os.PRIO_PROCESS, int(tid), want)
-    except (AttributeError, OSError):
-        return _server_nice
-    _server_nice = want
-    return want
-
-
-def lower_priority() -> None:
-    """Lower the calling thread's CPU priority to NICE_STEP below the server's own (Linux schedules
-    threads one by one; elsewhere a no-op): frames made in the background yield a core to a request
-    being answered."""
-    import os
-
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), min(19, _server_nice + NICE_STEP))
-    except (AttributeError, OSError, PermissionError):
-        pass
-
-
-def wait_idle(timeout: float = 120.0) -> bool:
-    """Until no frame is queued or being made, in any grid (tests); True when idle."""
-    deadline = time.monotonic() + timeout
-    while not FRAMES.idle and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return FRAMES.idle
-
-
-# ---- packing --------------------------------------------------------------------------------------
-def pack(header: dict, arrays: dict[str, np.ndarray]) -> bytes:
-    """Header and arrays as one bytes object (the module docstring has the layout). Arrays of
-    dtype float16 are sent as u2 (value in [0, 1] times 65535); everything else as float32."""
-    blobs, specs, offset = [], {}, 0
-    for name, a in arrays.items():
-        if a.dtype == np.float16:
-            blob = np.round(np.clip(a.astype(np.float32), 0.0, 1.0) * 65535).astype("<u2").tobytes()
-            dtype = "u2"
-        else:
-            blob = np.ascontiguousarray(a, dtype="<f4").tobytes()
-            dtype = "f4"
-        blob += b"\0" * (-len(blob) % 4)
-        specs[name] = {"offset": offset, "shape": list(a.shape), "dtype": dtype}
-        blobs.append(blob)
-        offset += len(blob)
-    head = json.dumps({**header, "arrays": specs}, ensure_ascii=False, allow_nan=False).encode("utf-8")
-    head += b" " * (-(4 + len(head)) % 4)
-    return struct.pack("<I", len(head)) + head + b"".join(blobs)
-
-
-def unpack(data: bytes) -> tuple[dict, dict[str, np.ndarray]]:
-    """The inverse of `pack` (tests, and anyone reading a saved payload); u2 arrays come back in [0, 1]."""
-    (n,) = struct.unpack_from("<I", data, 0)
-    header = json.loads(data[4 : 4 + n].decode("utf-8"))
-    base = 4 + n
-    arrays = {}
-    for name, spec in header.pop("arrays").items():
-        count = int(np.prod(spec["shape"])) if spec["shape"] else 1
-        dt = np.dtype("<u2" if spec["dtype"] == "u2" else "<f4")
-        a = np.frombuffer(data, dtype=dt, count=count, offset=base + spec["offset"]).reshape(spec["shape"])
-        arrays[name] = a.astype(np.float32) / 65535 if spec["dtype"] == "u2" else a
-    return header, arrays
-
-
 def _slider(spec, values, trained, current: int) -> dict | None:
     if spec is None:
         return None
@@ -639,7 +393,7 @@ def summary_payload(grid: LiveGrid, current: int, extra: dict | None = None) -> 
             grid.posterior_spec.name) if grid.posterior_spec else None, current),
         **(extra or {}),
     }
-    return pack(header, {"stats": _finite(stats), "p_samples": _finite(p)})
+    return pack(header, {"stats": finite32(stats), "p_samples": finite32(p)})
 
 
 def inside_payload(grid: LiveGrid, current: int, prior_current: int, layer: int, head: int, query: int,
@@ -666,11 +420,11 @@ def inside_payload(grid: LiveGrid, current: int, prior_current: int, layer: int,
             maps[i, 0], maps[i, 2], maps[i, 3:] = m[0], m[1], m[4 : 4 + k]
         else:                                  # deterministic: every sample, and so their mean, is softmax
             maps[i, 0], maps[i, 3:] = softmax_map, softmax_map
-    arrays = {"maps": maps, "post_row": _finite(post_row), "prior_row": grid.prior_rows(layer, head, query),
-              "spread": _finite(spread), "kl": _finite(kl)}
+    arrays = {"maps": maps, "post_row": finite32(post_row), "prior_row": grid.prior_rows(layer, head, query),
+              "spread": finite32(spread), "kl": finite32(kl)}
     densities = grid.densities(layer, head, query, key)
     if densities is not None:
-        arrays["post_density"], arrays["prior_density"] = (_finite(d) for d in densities)
+        arrays["post_density"], arrays["prior_density"] = (finite32(d) for d in densities)
     trained = grid.model.trained_hyper
     header = {
         "kind": "inside", "id": _digest("inside", id(grid), grid.ready, layer, head, query, key),
@@ -688,12 +442,3 @@ def inside_payload(grid: LiveGrid, current: int, prior_current: int, layer: int,
         **(extra or {}),
     }
     return pack(header, arrays)
-
-
-FLOAT32_LIMIT = 3e38            # what a payload's float32 holds: the page shows a value at it as "> 3e38"
-
-
-def _finite(a: np.ndarray) -> np.ndarray:
-    """float32 with NaN kept (the page reads NaN as "not made yet") and values beyond FLOAT32_LIMIT
-    (a Dirichlet KL at a small concentration, infinities) clipped to it."""
-    return np.clip(np.asarray(a, dtype=np.float64), -FLOAT32_LIMIT, FLOAT32_LIMIT).astype(np.float32)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from bam_viz import frames, live, zoo
+from bam_viz import scheduler as scheduling
 
 TEXT = "a gorgeous , witty , seductive movie ."
 ROOT = Path(__file__).resolve().parents[1]
@@ -151,14 +152,14 @@ def test_the_worker_exits_when_its_server_is_gone():
 
 
 def test_the_mode_is_read_from_the_environment(monkeypatch):
-    scheduler = live.FrameScheduler()
+    scheduler = scheduling.FrameScheduler()
     monkeypatch.setenv(live.FRAME_WORKER_ENV, "process")
     assert isinstance(scheduler.worker, frames.FrameWorker)
     monkeypatch.setenv(live.FRAME_WORKER_ENV, "threads")
     assert scheduler.worker is not None           # read once
     scheduler.use("threads")
     assert scheduler.worker is None
-    other = live.FrameScheduler()
+    other = scheduling.FrameScheduler()
     monkeypatch.setenv(live.FRAME_WORKER_ENV, "gpu")
     with pytest.raises(ValueError, match="threads' or 'process'"):
         _ = other.worker

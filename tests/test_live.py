@@ -12,6 +12,7 @@ import torch
 
 import bam_viz
 from bam_viz import families, live
+from bam_viz import scheduler as scheduling
 from bam_viz.attention import Mode, Trace
 from bam_viz.explain import lower_states
 
@@ -203,11 +204,13 @@ def test_frames_of_many_grids_are_made_in_turn(monkeypatch):
             self.name, self.frames, self._making, self.started = name, [None] * n, set(), True
             self.touched = clock.monotonic()
 
+        abandoned = live.LiveGrid.abandoned                # the real grid's rule
+
         def _work(self, i):
             made.append((self.name, i))
             self.frames[i] = object()
 
-    scheduler = live.FrameScheduler(workers=1)
+    scheduler = scheduling.FrameScheduler(workers=1)
     a, b, c = Grid("a", 3), Grid("b", 3), Grid("c", 3)
     c.touched -= live.IDLE_S + 1                       # nobody has asked about c for a while
     with scheduler._cond:                              # all three in place before the worker starts
@@ -228,6 +231,9 @@ class _FakeGrid:
     def __init__(self, n: int):
         self.frames, self._making, self.touched, self.started, self.made = [None] * n, set(), time.monotonic(), True, []
 
+    def abandoned(self) -> bool:
+        return False
+
     def _work(self, i: int) -> None:
         self.made.append((i, time.monotonic()))
         self.frames[i] = object()
@@ -236,8 +242,8 @@ class _FakeGrid:
 def test_background_frames_wait_for_requests_being_answered(monkeypatch):
     """A frame does not start while a page run is in progress, and starts anyway after YIELD_S, so a
     class that never pauses still gets its grids."""
-    monkeypatch.setattr(live, "YIELD_S", 0.4)
-    scheduler = live.FrameScheduler(workers=1)
+    monkeypatch.setattr(scheduling, "YIELD_S", 0.4)
+    scheduler = scheduling.FrameScheduler(workers=1)
     grid = _FakeGrid(3)
     with scheduler.foreground():
         t0 = time.monotonic()

@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "bam_viz"
 
 # Lowest first. Names are relative to bam_viz; "bam_viz" is the package's facade (__init__).
 LAYERS = [
-    {"inputs", "labels"},
+    {"inputs", "labels", "wire"},
     {"task", "kl", "metrics", "device", "families.base", "families.sampling"},
     {"families.softmax", "families.weibull", "families.lognormal", "families.dirichlet", "families.categorical",
      "data", "cache"},
@@ -23,6 +23,7 @@ LAYERS = [
     {"model"},
     {"zoo", "predictors", "sweep"},
     {"frames"},
+    {"scheduler"},
     {"evaluate", "train", "examples", "live", "score", "theory"},
     {"report", "corpus", "bench_theory"},
     {"bench"},

@@ -55,7 +55,7 @@ WHY_STEPS = (16, 32, 64)
 
 def foreground(fn):
     """Run `fn` (a page or fragment) as a request being answered: background frames wait for it
-    (`bam_viz.live.FrameScheduler.foreground`)."""
+    (`bam_viz.scheduler.FrameScheduler.foreground`)."""
     @functools.wraps(fn)
     def run(*args, **kwargs):
         with bam_viz.live.FRAMES.foreground():
