@@ -15,7 +15,7 @@ LAYERS = [
     {"task", "kl", "metrics", "device", "families.base", "families.sampling"},
     {"families.softmax", "families.weibull", "families.lognormal", "families.dirichlet", "families.categorical",
      "data", "cache"},
-    {"families"},
+    {"families", "tables"},
     {"attention", "result"},
     {"encoder", "charts", "export", "gaps"},
     {"explain"},
