@@ -67,7 +67,7 @@ controls: install-test
 report: install
 	$(PY) -m bam_viz report --results results
 # The explorer's example sentences: every movies dev sentence scored by bam-wc at its trained
-# setting (S = 32, seed 0; a few minutes on 2 cores), chosen by the rule in bam_viz/examples.py.
+# setting (S = 32, seed 0; a few minutes on 2 cores), chosen by the rule in bam_viz/evaluation/examples.py.
 .PHONY: examples
 examples: install
 	$(PY) -m bam_viz examples --model bam-wc --out views/examples.json

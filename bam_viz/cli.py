@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from bam_viz.data import CORPORA, SPLITS, CorpusProblems, load_corpus
-from bam_viz.evaluate import IN_DOMAIN, corpus_files, evaluate, summary, temperature_from_dev
-from bam_viz.predictors import (
+from bam_viz.evaluation.evaluate import IN_DOMAIN, corpus_files, evaluate, summary, temperature_from_dev
+from bam_viz.evaluation.predictors import (
     MemoPredictor,
     ModelPredictor,
     Predictor,
@@ -275,7 +275,7 @@ def run_score(args: argparse.Namespace) -> Path:
 
     from tqdm import tqdm
 
-    from bam_viz import score
+    from bam_viz.evaluation.score import scorer as score
     from bam_viz.zoo import available_models
 
     models = [m for name in args.model for m in ([*available_models(), score.VADER] if name == "all" else [name])]
@@ -331,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run a subcommand; a missing or broken corpus file, model or folder is one line on stderr and
     exit status 2, never a traceback."""
     from bam_viz.data import CorpusError
-    from bam_viz.score import ScoreInputError
+    from bam_viz.evaluation.score.scorer import ScoreInputError
     from bam_viz.zoo import CheckpointError
 
     try:
@@ -368,17 +368,18 @@ def _run(argv: list[str] | None) -> int:
             for result in results:
                 update_card_metrics(args.model, result)
     elif args.command == "report":
-        from bam_viz.report import run_report
+        from bam_viz.evaluation.report import run_report
 
         print(run_report(args))
     elif args.command == "bench":
-        from bam_viz.bench import run_bench
+        from bam_viz.bench.library import run_bench
 
         print(json.dumps(run_bench(args), indent=2))
     elif args.command == "score":
         run_score(args)
     elif args.command == "examples":
-        from bam_viz import examples, zoo
+        from bam_viz import zoo
+        from bam_viz.evaluation import examples
 
         doc = examples.build(zoo.load(args.model), args.data, args.samples, args.seed)
         print(f"wrote {examples.write(doc, args.out)}")

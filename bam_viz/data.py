@@ -32,7 +32,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bam_viz.task import CLASSES
+from bam_viz.core.task import CLASSES
 
 CORPORA = {
     "movies": "movieReviewSnippets",

@@ -12,16 +12,16 @@ from dataclasses import asdict, dataclass, field
 import torch
 import torch.nn as nn
 
-from bam_viz.attention import AttentionConfig, Mode, Trace, dropout
-from bam_viz.attribution import Attribution, attribute
-from bam_viz.cache import WORK, WORK_ENV, explain_bytes
-from bam_viz.encoder import Bert, BertConfig, LoRALinear, Tokenizer
-from bam_viz.explain import ExplainCache, explain
+from bam_viz.core.cache import WORK, WORK_ENV, explain_bytes
+from bam_viz.core.inputs import check_batch_size, check_n_samples, check_seed, check_texts
+from bam_viz.core.task import CLASSES
 from bam_viz.families import AttentionFamily, Hyper, HyperSpec
-from bam_viz.inputs import check_batch_size, check_n_samples, check_seed, check_texts
-from bam_viz.posterior import LabelPosterior, label_posterior
-from bam_viz.result import ExplainResult
-from bam_viz.task import CLASSES
+from bam_viz.inference.attribution import Attribution, attribute
+from bam_viz.inference.explain import ExplainCache, explain
+from bam_viz.inference.posterior import LabelPosterior, label_posterior
+from bam_viz.inference.result import ExplainResult
+from bam_viz.nn.attention import AttentionConfig, Mode, Trace, dropout
+from bam_viz.nn.encoder import Bert, BertConfig, LoRALinear, Tokenizer
 
 LORA_TARGETS = ("query", "key", "value", "attention.output.dense", "intermediate.dense", "output.dense")
 
@@ -292,7 +292,7 @@ class BamClassifier(nn.Module):
     @torch.inference_mode()
     def predict_softmax(self, texts: list[str], batch_size: int = 64, **hyper: float) -> torch.Tensor:
         """(N, 2) f(softmax): the deterministic pass, every stochastic layer at softmax(psi) (the mean
-        of its unnormalised scores, not of its normalised weights: `bam_viz.gaps`), dropout off."""
+        of its unnormalised scores, not of its normalised weights: `bam_viz.inference.gaps`), dropout off."""
         texts, batch_size = check_texts(texts), check_batch_size(batch_size)
         resolved = self.hyper(**hyper)
         self.eval()
@@ -309,19 +309,19 @@ class BamClassifier(nn.Module):
 
     def explain(self, text: str, n_samples: int = 32, seed: int = 0, *, cache: bool = True,
                 **hyper: float) -> ExplainResult:
-        """Everything the explorer draws for one sentence: see `bam_viz.explain.explain`."""
+        """Everything the explorer draws for one sentence: see `bam_viz.inference.explain.explain`."""
         return explain(self, text, n_samples=n_samples, seed=seed, hyper=self.hyper(**hyper), cache=cache)
 
     def attribute(self, text: str, n_samples: int = 8, seed: int = 0, steps: int = 32, target="positive",
                   layer: int | None = None, **hyper: float) -> Attribution:
         """Integrated Gradients per token for each attention sample and the deterministic pass, with
-        the attention attribution of `layer` on request: see `bam_viz.attribution.attribute`."""
+        the attention attribution of `layer` on request: see `bam_viz.inference.attribution.attribute`."""
         return attribute(self, text, n_samples=n_samples, seed=seed, steps=steps, target=target, layer=layer,
                          **hyper)
 
     def label_posterior(self, text: str, n_samples: int = 64, seed: int = 0, layer: int | None = None, *,
                         method: str | None = None, **hyper: float) -> LabelPosterior:
-        """Where the [CLS] query would attend if told each label: see `bam_viz.posterior.label_posterior`."""
+        """Where the [CLS] query would attend if told each label: see `bam_viz.inference.posterior.label_posterior`."""
         return label_posterior(self, text, n_samples, seed, layer, method=method, **hyper)
 
 

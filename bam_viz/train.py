@@ -87,8 +87,8 @@ def train(args) -> Path:
     from tqdm import tqdm
 
     from bam_viz.data import SPLIT_RULE, load_split, split_fingerprint
-    from bam_viz.encoder import sha256_file
     from bam_viz.model import BamClassifier
+    from bam_viz.nn.encoder import sha256_file
 
     torch.manual_seed(args.seed)  # only the parameter initialisation reads the global seed
     g = torch.Generator().manual_seed(args.seed)

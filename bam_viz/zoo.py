@@ -15,10 +15,10 @@ from pathlib import Path
 
 import torch
 
-from bam_viz.attention import AttentionConfig
-from bam_viz.encoder import sha256_file
 from bam_viz.families import CategoricalFamily, DirichletFamily, LognormalFamily, Softmax, WeibullFamily
 from bam_viz.model import BamClassifier, ModelConfig
+from bam_viz.nn.attention import AttentionConfig
+from bam_viz.nn.encoder import sha256_file
 
 # An installed wheel carries the models inside the package (pyproject.toml maps `pretrained/` there);
 # the checkout keeps them at the top level.
@@ -68,8 +68,8 @@ def validate_card(card, name: str) -> ModelConfig:
     """The model config of `card`, checked field by field: one CheckpointError naming the first bad
     field (its type, its range, a missing or unknown key), never a KeyError from deep inside."""
     from bam_viz import families
-    from bam_viz.attention import PRIORS
-    from bam_viz.encoder import BertConfig
+    from bam_viz.nn.attention import PRIORS
+    from bam_viz.nn.encoder import BertConfig
 
     def bad(field: str, why: str):
         raise CheckpointError(f"the card of {name} is invalid: {field} {why}")
@@ -185,7 +185,7 @@ def load(name: str | None = None, device: str | torch.device | None = None, root
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-    from bam_viz.device import choose_device, tune_allocator
+    from bam_viz.core.device import choose_device, tune_allocator
 
     if path is not None:
         folder = Path(path)
@@ -230,7 +230,7 @@ def share_pretrained(model: BamClassifier) -> BamClassifier:
     the prior networks and the head; the rest (the embeddings alone are 47 MB) is the same in every
     model of the zoo. Shared, the whole zoo holds it once: measured, the 6 models' process went from 1.29 GB RSS to
     1.03 GB. The shared tensors are frozen (`requires_grad` False); nothing in the library writes them."""
-    from bam_viz.encoder import load_minilm_state
+    from bam_viz.nn.encoder import load_minilm_state
 
     pretrained = load_minilm_state()
     with torch.no_grad():

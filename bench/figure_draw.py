@@ -25,7 +25,8 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]   # the shared chromium launcher, and bam_viz
 import browser_latency as bl  # noqa: E402
 
-from bam_viz import charts, load  # noqa: E402
+from bam_viz import load  # noqa: E402
+from bam_viz.plots import charts  # noqa: E402
 
 TIME_JS = """async ([a, b, repeats]) => {
     const d = document.getElementById('chart');

@@ -1,7 +1,7 @@
 """A synthetic `ExplainResult` with the shapes and constraints of a real one, for chart tests.
 
 Weights are drawn from the same distributions the families use (torch.distributions), rows sum
-to 1, and the parameter dictionaries carry the keys documented in `bam_viz.result`. As in the shipped
+to 1, and the parameter dictionaries carry the keys documented in `bam_viz.inference.result`. As in the shipped
 models: "categorical" is stochastic in its top layer only and draws from its prior p(z|x) itself
 (prior and posterior panels coincide); "mc-dropout" is the softmax family made random by dropout on
 the weights in every layer (rows then need not sum to 1), with no prior (its prior panels repeat the
@@ -11,7 +11,7 @@ The network f is faked as one whose logit is linear in the drawn attention: samp
 so f(E[w]) is the sigmoid of the mean logit m and each sample's slope there p(1 - p)(l_s - m); the
 deterministic pass f(softmax) is P(positive) = 0.7. Where no attention weight is drawn (mc-dropout,
 softmax) f(E[w]) is the deterministic pass and there are no slopes,
-as in `explain` (`bam_viz.gaps`). `posterior_softmax_weights` is the result's own mean of the samples.
+as in `explain` (`bam_viz.inference.gaps`). `posterior_softmax_weights` is the result's own mean of the samples.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import torch
 from torch.distributions import Categorical, Dirichlet, Gamma, LogNormal, Weibull
 
 from bam_viz import families
-from bam_viz.result import ExplainResult
+from bam_viz.inference.result import ExplainResult
 
 WORDS = ["the", "film", "<b>is</b>", "not", "bad", "&", "the", "plot", "ends", "well"]
 HYPER = {

@@ -15,7 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import bam_viz
-from bam_viz import live
+from bam_viz.live import grid as live
 from views import components, state
 from views.state import N_SAMPLES_RANGE
 
@@ -55,7 +55,7 @@ def component(at: AppTest, key: str):
 
 
 def payload(at: AppTest, key: str = "live_summary") -> tuple[dict, dict]:
-    """The header and arrays the browser's charts receive (`bam_viz.live.unpack`): the summary's in
+    """The header and arrays the browser's charts receive (`bam_viz.live.grid.unpack`): the summary's in
     the element, the inside panels' from the file it names, with the element's meta applied as
     live.js applies it."""
     proto = component(at, key)
@@ -418,7 +418,7 @@ LONG_TEXT = ("The film opens with a long, quiet shot of a harbour at dawn, and f
 def test_a_long_sentence_shows_a_window_of_the_maps_in_the_url():
     """150 word pieces: the note says how many were kept, and the maps show a window of tokens that
     a control moves, mirrored in the URL like the other picture controls."""
-    from bam_viz import charts
+    from bam_viz.plots import charts
 
     model = bam_viz.load("bam-wc")
     T, W = model.max_tokens, charts.TOKEN_WINDOW
@@ -516,8 +516,8 @@ def test_a_session_keeps_keys_not_results():
     the shared cache is the only owner, so nothing of the run is left while the session lives on."""
     import gc
 
-    from bam_viz.cache import CACHE
-    from bam_viz.result import ExplainResult
+    from bam_viz.core.cache import CACHE
+    from bam_viz.inference.result import ExplainResult
 
     at = ok(new_app(text="a slow , tender film that stays with you long after it ends").run())
     at.selectbox(key="query_token").set_value(2)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from bam_viz import families
-from bam_viz.attention import AttentionConfig, BayesianAttention, Mode, Trace
+from bam_viz.nn.attention import AttentionConfig, BayesianAttention, Mode, Trace
 
 
 def config(family, prior="contextual", **values):

@@ -1,4 +1,4 @@
-"""Integrated Gradients per attention sample (bam_viz.attribution) and the noise tape that holds a
+"""Integrated Gradients per attention sample (bam_viz.inference.attribution) and the noise tape that holds a
 sample fixed along the path (bam_viz.families.sampling.NoiseTape): closed forms on a linear stand-in
 model and on the Gamma quantile, completeness on every zoo model, exactness of the replayed draws."""
 
@@ -12,10 +12,10 @@ import torch.nn as nn
 
 import bam_viz
 from bam_viz import families
-from bam_viz.attention import Mode, probe, tile
-from bam_viz.attribution import BASELINE, attribute, row_bytes
-from bam_viz.cache import WORK
+from bam_viz.core.cache import WORK
 from bam_viz.families.sampling import NoiseTape, _StandardGamma, categorical_sample, draw, gamma_at_quantile
+from bam_viz.inference.attribution import BASELINE, attribute, row_bytes
+from bam_viz.nn.attention import Mode, probe, tile
 
 SHORT = ["a gorgeous, witty, seductive movie.", "the plot is thin and the jokes fall flat.",
          "not bad at all"]
@@ -168,7 +168,7 @@ def test_a_replayed_categorical_draw_keeps_its_key_whatever_the_probabilities():
 
 
 def test_dropout_replays_its_mask():
-    from bam_viz.attention import dropout
+    from bam_viz.nn.attention import dropout
 
     x = torch.ones(2, 50)
     tape = NoiseTape(torch.Generator().manual_seed(3))
@@ -348,7 +348,7 @@ def test_attention_attribution_is_complete_and_zero_where_the_weights_are(name, 
 
 
 def test_a_probe_holding_weights_of_another_shape_is_refused():
-    from bam_viz.attribution import _Networks
+    from bam_viz.inference.attribution import _Networks
 
     m = model("softmax")
     ids = torch.tensor([m.tokenizer.encode(SHORT[0])[0]])
@@ -415,7 +415,7 @@ def test_the_path_goes_through_the_embedding_output_as_layer_integrated_gradient
     shared model); Captum's LayerIntegratedGradients on that module gives the same attributions."""
     from captum.attr import LayerIntegratedGradients
 
-    from bam_viz.attribution import _Networks
+    from bam_viz.inference.attribution import _Networks
 
     m, text = model("bam-wc"), SHORT[2]
     ours = attribute(m, text, n_samples=2, seed=3, steps=16, tolerance=None)

@@ -4,7 +4,7 @@ import argparse
 
 import pytest
 
-from bam_viz import bench
+from bam_viz.bench import library as bench
 
 
 def test_interleaved_timing_takes_turns_and_reports_every_function():

@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlparse
 import browser_latency as bl
 import pytest
 
-from bam_viz import live
+from bam_viz.live import grid as live
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts"

@@ -14,7 +14,8 @@ from urllib.parse import urlparse
 import browser_latency as bl
 import pytest
 
-from bam_viz import corpus, score
+from bam_viz.evaluation import corpus
+from bam_viz.evaluation.score import scorer as score
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts"

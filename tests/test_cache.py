@@ -1,4 +1,4 @@
-"""bam_viz.cache: sizes measured, one byte budget for every cache, and working memory shared by calls."""
+"""bam_viz.core.cache: sizes measured, one byte budget for every cache, and working memory shared by calls."""
 
 import dataclasses
 import threading
@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import bam_viz
-from bam_viz.cache import CACHE, Cache, WorkingMemory, budget_bytes, explain_bytes, nbytes
+from bam_viz.core.cache import CACHE, Cache, WorkingMemory, budget_bytes, explain_bytes, nbytes
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,7 @@ def test_a_value_that_grows_is_measured_again():
 def test_one_grown_value_is_measured_alone():
     """`grew(namespace, key)` measures that entry; a put measures only its own value: an eviction
     never walks the other entries (it used to, on every call, and held the GIL for it)."""
-    import bam_viz.cache as cache_module
+    import bam_viz.core.cache as cache_module
 
     c = Cache(budget=100_000)
     a, b = {"frames": []}, {"frames": []}
@@ -210,7 +210,7 @@ def test_explain_without_cache_keeps_no_sampled_pass(models):
 
 
 def test_predict_cuts_a_batch_to_the_working_memory_and_refuses_one_text_too_large(models, monkeypatch):
-    from bam_viz import cache
+    from bam_viz.core import cache
 
     m = models["bam-wc"]
     texts = [f"review number {i} : a fine and moving film" for i in range(6)]
@@ -232,7 +232,7 @@ def test_zoo_models_share_the_unchanged_pretrained_tensors(models):
     key = "embeddings.word_embeddings.weight"
     ta, tb = a.bert.state_dict()[key], b.bert.state_dict()[key]
     assert ta.data_ptr() == tb.data_ptr()                   # one copy of 47 MB for the whole zoo
-    from bam_viz.encoder import load_minilm_state
+    from bam_viz.nn.encoder import load_minilm_state
 
     pretrained = load_minilm_state()
     for k, t in a.bert.state_dict().items():                # only what still equals MiniLM is shared

@@ -11,8 +11,9 @@ import pytest
 import torch
 from fake_result import make_fake_result
 
-from bam_viz import charts, families
-from bam_viz.labels import LABELS
+from bam_viz import families
+from bam_viz.core.labels import LABELS
+from bam_viz.plots import charts
 
 FAMILIES = ["weibull", "lognormal", "dirichlet", "categorical", "softmax", "mc-dropout"]
 
@@ -684,7 +685,7 @@ def test_every_caption_goes_through_the_facts(monkeypatch):
 
 
 def _sweep(mi, trained=3.0):
-    from bam_viz.sweep import Sweep
+    from bam_viz.inference.sweep import Sweep
 
     values = np.array([0.2, 1.0, 3.0, 10.0, 1000.0])
     p = np.array([0.4, 0.5, 0.6, 0.62, 0.62])

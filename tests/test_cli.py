@@ -49,7 +49,7 @@ def test_every_subcommand_parses_with_its_defaults() -> None:
 def test_threads_sets_torch_before_the_command_runs(monkeypatch, capsys) -> None:
     import torch
 
-    from bam_viz import report
+    from bam_viz.evaluation import report
 
     seen = []
     monkeypatch.setattr(torch, "set_num_threads", seen.append)

@@ -1,5 +1,5 @@
-"""bam_viz.corpus: filters, slices, calibration bins, Spearman and AUROC against independent references
-(bam_viz.metrics.ece, scipy.stats.spearmanr, brute-force pair counts, sums by hand), the chart
+"""bam_viz.evaluation.corpus: filters, slices, calibration bins, Spearman and AUROC against independent references
+(bam_viz.core.metrics.ece, scipy.stats.spearmanr, brute-force pair counts, sums by hand), the chart
 builders' selections and encodings, and the same numbers on the shipped scores (scores/test.parquet).
 """
 
@@ -13,15 +13,17 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from bam_viz import corpus, metrics, score
-from bam_viz.corpus import Brush, CorpusInputError, Filter
+from bam_viz.core import metrics
 from bam_viz.data import CORPORA, label_of
+from bam_viz.evaluation import corpus
+from bam_viz.evaluation.corpus import Brush, CorpusInputError, Filter
+from bam_viz.evaluation.score import scorer as score
 
 MEASURE = "mutual_information"
 
 
 def synthetic(n_per_corpus: int = 40, models=("alpha", "beta"), seed: int = 0) -> pd.DataFrame:
-    """A scored frame with `bam_viz.score.COLUMNS`: four corpora, two models, human ratings, ties in
+    """A scored frame with `bam_viz.evaluation.score.scorer.COLUMNS`: four corpora, two models, human ratings, ties in
     the uncertainty (rounded to 2 decimals) so that the rank statistics meet them."""
     rng = np.random.default_rng(seed)
     rows = []

@@ -16,8 +16,9 @@ import pytest
 from streamlit import dataframe_util
 from streamlit.testing.v1 import AppTest
 
-from bam_viz import corpus, score
-from bam_viz.corpus import Filter
+from bam_viz.evaluation import corpus
+from bam_viz.evaluation.corpus import Filter
+from bam_viz.evaluation.score import scorer as score
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 PAGE = "views/corpus.py"

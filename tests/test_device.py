@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from bam_viz.device import choose_device
+from bam_viz.core.device import choose_device
 
 PACKAGE = Path(__file__).resolve().parents[1] / "bam_viz"
 
@@ -48,8 +48,8 @@ def _run(code: str, **env) -> str:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mallopt is glibc's")
 def test_allocator_tuning_is_applied_once_and_can_be_refused():
-    code = ("from bam_viz.device import tune_allocator as t; a = t(); b = t(); "
-            "import bam_viz.device as d; print(a, b, d._allocator_tuned)")
+    code = ("from bam_viz.core.device import tune_allocator as t; a = t(); b = t(); "
+            "import bam_viz.core.device as d; print(a, b, d._allocator_tuned)")
     assert _run(code, BAM_VIZ_MALLOC_TUNING="1") == "True True True"
     assert _run(code, BAM_VIZ_MALLOC_TUNING="0") == "False False False"
     assert _run(code, BAM_VIZ_MALLOC_TUNING="memory") == "True True True"
@@ -61,7 +61,7 @@ def test_the_server_gives_memory_back_and_trim_hands_free_pages_to_the_system():
     """app.py asks for the "memory" profile; after a large freed block, malloc_trim lowers RSS."""
     app = (Path(__file__).resolve().parents[1] / "app.py").read_text()
     assert 'os.environ.setdefault("BAM_VIZ_MALLOC_TUNING", "memory")' in app
-    code = ("import bam_viz.device as d; d.tune_allocator(); "
+    code = ("import bam_viz.core.device as d; d.tune_allocator(); "
             "rss = lambda: int(open('/proc/self/statm').read().split()[1]) * 4096; "
             "blocks = [bytearray(3 << 20) for _ in range(100)]; full = rss(); "
             "del blocks[:-1]; d.trim_heap(); print(full - rss() > 200 << 20)")
@@ -70,6 +70,6 @@ def test_the_server_gives_memory_back_and_trim_hands_free_pages_to_the_system():
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mallopt is glibc's")
 def test_loading_a_model_tunes_the_allocator():
-    code = ("import bam_viz, bam_viz.device as d; print(d._allocator_tuned); "
+    code = ("import bam_viz, bam_viz.core.device as d; print(d._allocator_tuned); "
             "bam_viz.load('softmax'); print(d._allocator_tuned)")
     assert _run(code).split() == ["None", "True"]

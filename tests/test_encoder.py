@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from bam_viz.encoder import MINILM_SHA256, Bert, Tokenizer, load_minilm_state, mean_pool, minilm_dir
+from bam_viz.nn.encoder import MINILM_SHA256, Bert, Tokenizer, load_minilm_state, mean_pool, minilm_dir
 
 
 @pytest.fixture(scope="module")
@@ -69,8 +69,8 @@ def test_first_rows_folds_the_key_and_value_projections(family, merged):
     values for every token: the same numbers as the full layer's first rows (padded keys, LoRA
     adapters merged or not, several samples), the same random numbers, and neither projection run."""
     from bam_viz import families
-    from bam_viz.attention import AttentionConfig, Mode, Trace
-    from bam_viz.encoder import BertConfig, LoRALinear, SelfAttention
+    from bam_viz.nn.attention import AttentionConfig, Mode, Trace
+    from bam_viz.nn.encoder import BertConfig, LoRALinear, SelfAttention
 
     torch.manual_seed(0)
     c = BertConfig()

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bam_viz import evaluate as ev
 from bam_viz.data import AMBIGUOUS, CorpusError, CorpusProblems, load_split
+from bam_viz.evaluation import evaluate as ev
 
 
 class FakePredictor:

@@ -1,4 +1,4 @@
-"""The explorer's examples: the rule of `bam_viz.examples` on a small fake corpus, the subcommand
+"""The explorer's examples: the rule of `bam_viz.evaluation.examples` on a small fake corpus, the subcommand
 that writes the file, and the shipped views/examples.json against the model and the corpus."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ import pytest
 import torch
 
 import bam_viz
-from bam_viz import cli, examples, zoo
+from bam_viz import cli, zoo
 from bam_viz.data import Snippet, label_of, load_split, split_of
+from bam_viz.evaluation import examples
 
 SHIPPED = Path(__file__).resolve().parents[1] / "views" / "examples.json"
 LONG = " ".join(["good"] * (examples.MAX_WORDS + 1))

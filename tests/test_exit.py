@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from bam_viz import live
+from bam_viz.live import grid as live
 
 ROOT = Path(__file__).resolve().parents[1]
 
 APP_RUN = f"""
 from streamlit.testing.v1 import AppTest
-from bam_viz import live
+from bam_viz.live import grid as live
 live.IDLE_S = float("inf")      # as tests/test_app.py: AppTest does not poll, so no grid is abandoned
 at = AppTest.from_file({str(ROOT / "app.py")!r}, default_timeout=120)
 at.run()
@@ -31,7 +31,7 @@ print("idle at exit:", live.FRAMES.idle, flush=True)
 GRID_RUN = """
 import time
 import bam_viz
-from bam_viz import live
+from bam_viz.live import grid as live
 model = bam_viz.load("bam-wc")
 grid = live.LiveGrid(model, " ".join(["the acting is superb but the plot is a tedious mess"] * 3), 32, 0)
 grid.start(0)

@@ -1,11 +1,11 @@
-"""bam_viz.export: the whole result, and the one-head view the explorer's downloads hold."""
+"""bam_viz.inference.export: the whole result, and the one-head view the explorer's downloads hold."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from bam_viz import export
+from bam_viz.inference import export
 
 
 def _eleven_tokens():
@@ -21,7 +21,7 @@ def test_view_json_holds_the_selected_head_with_its_settings():
     import tomllib
     from pathlib import Path
 
-    from bam_viz.export import package_version
+    from bam_viz.inference.export import package_version
 
     r = _eleven_tokens()
     view = export.view_json(r, 5, 3)

@@ -1,4 +1,4 @@
-"""The live grid's background frames made in a worker process (bam_viz.frames.FrameWorker): the same
+"""The live grid's background frames made in a worker process (bam_viz.live.frames.FrameWorker): the same
 numbers as the server's own, a worker at the lowest priority, one that dies is replaced without
 losing a frame, and one whose server is gone exits."""
 
@@ -14,8 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bam_viz import frames, live, zoo
-from bam_viz import scheduler as scheduling
+from bam_viz import zoo
+from bam_viz.live import frames
+from bam_viz.live import grid as live
+from bam_viz.live import scheduler as scheduling
 
 TEXT = "a gorgeous , witty , seductive movie ."
 ROOT = Path(__file__).resolve().parents[1]

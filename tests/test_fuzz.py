@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 import bam_viz
 from bam_viz import families, zoo
-from bam_viz.inputs import BUDGET_ENV, MAX_SEED
+from bam_viz.core.inputs import BUDGET_ENV, MAX_SEED
 
 MODELS = bam_viz.available_models()
 ENTRY_POINTS = ("predict", "predict_samples", "predict_softmax", "explain")

@@ -1,5 +1,5 @@
 """What the explorer calls the mean is the mean of what it samples: E[w], f(E[w]), f(softmax) and the
-gaps (bam_viz.gaps), on the shipped models and against SciPy's samplers."""
+gaps (bam_viz.inference.gaps), on the shipped models and against SciPy's samplers."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ import torch
 from scipy import stats
 
 import bam_viz
-from bam_viz import families, gaps, live
-from bam_viz.attention import Mode, Trace
-from bam_viz.explain import lower_states
+from bam_viz import families
+from bam_viz.inference import gaps
+from bam_viz.inference.explain import lower_states
+from bam_viz.live import grid as live
+from bam_viz.nn.attention import Mode, Trace
 
 TEXT = "A glorious mess."
 

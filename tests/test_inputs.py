@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 import bam_viz
-from bam_viz import inputs, live
-from bam_viz.sweep import sweep
+from bam_viz.core import inputs
+from bam_viz.inference.sweep import sweep
+from bam_viz.live import grid as live
 
 MODELS = ("softmax", "categorical", "bam-wc")
 

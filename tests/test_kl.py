@@ -9,7 +9,7 @@ from scipy import integrate, stats
 from torch.distributions import Dirichlet, Gamma, LogNormal, Weibull, kl_divergence
 
 import bam_viz  # noqa: F401  registers KL(Weibull || Gamma)
-from bam_viz.kl import kl_dirichlet, kl_lognormal, kl_weibull_gamma
+from bam_viz.families.kl import kl_dirichlet, kl_lognormal, kl_weibull_gamma
 
 GRID = [  # (k, lambda, alpha, beta)
     (0.5, 1.0, 1.0, 1.0), (1.0, 0.3, 0.2, 2.0), (3.0, 0.05, 0.05, 1.0), (10.0, 0.2, 2.0, 10.0),
@@ -247,7 +247,7 @@ def test_dirichlet_statistics_kl_is_exact_at_the_slider_extremes(concentration, 
 def test_module_kl_matches_distribution_objects():
     """The layer's KL (from log parameters) equals torch's KL of the public distribution objects."""
     from bam_viz import families
-    from bam_viz.attention import AttentionConfig, BayesianAttention, Trace
+    from bam_viz.nn.attention import AttentionConfig, BayesianAttention, Trace
 
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(1, 2, 5, 4, generator=g, dtype=torch.float64) for _ in range(3))

@@ -1,4 +1,4 @@
-"""bam_viz.live: every frame of a slider grid is what explain() gives at that value, reduced; the KL
+"""bam_viz.live.grid: every frame of a slider grid is what explain() gives at that value, reduced; the KL
 table agrees with the layer's own KL at every (k, beta); the packed bytes decode to the same arrays."""
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ import pytest
 import torch
 
 import bam_viz
-from bam_viz import families, live
-from bam_viz import scheduler as scheduling
-from bam_viz.attention import Mode, Trace
-from bam_viz.explain import lower_states
+from bam_viz import families
+from bam_viz.inference.explain import lower_states
+from bam_viz.live import grid as live
+from bam_viz.live import scheduler as scheduling
+from bam_viz.nn.attention import Mode, Trace
 
 TEXT = "The acting is superb, but the plot is a tedious mess."
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from bam_viz import metrics
+from bam_viz.core import metrics
 
 PROBS = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]])
 LABELS = np.array([0, 1, 1])

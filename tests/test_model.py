@@ -6,9 +6,9 @@ Built from the recipes with fresh (untrained) adapters, so these tests do not de
 import pytest
 import torch
 
-from bam_viz import export
-from bam_viz.attention import Mode, Trace
+from bam_viz.inference import export
 from bam_viz.model import BamClassifier
+from bam_viz.nn.attention import Mode, Trace
 from bam_viz.train import loss_terms
 from bam_viz.zoo import RECIPES
 

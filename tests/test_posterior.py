@@ -12,9 +12,16 @@ import pytest
 import torch
 
 import bam_viz
-from bam_viz import cache, posterior
-from bam_viz.explain import lower_states
-from bam_viz.posterior import LabelPosterior, describe, effective_sample_size, importance_posterior, label_posterior
+from bam_viz.core import cache
+from bam_viz.inference import posterior
+from bam_viz.inference.explain import lower_states
+from bam_viz.inference.posterior import (
+    LabelPosterior,
+    describe,
+    effective_sample_size,
+    importance_posterior,
+    label_posterior,
+)
 
 TEXT = "A dull, lifeless film with one brilliant scene."
 NEG, POS = 0, 1

@@ -1,4 +1,4 @@
-"""The predictor adapters, the memo, and temperature scaling: `bam_viz.predictors`."""
+"""The predictor adapters, the memo, and temperature scaling: `bam_viz.evaluation.predictors`."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from test_evaluate import FakePredictor
 
-from bam_viz import metrics
-from bam_viz import predictors as pr
+from bam_viz.core import metrics
+from bam_viz.evaluation import predictors as pr
 
 
 class FakeModel:

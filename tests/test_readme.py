@@ -6,7 +6,7 @@ import ast
 import re
 from pathlib import Path
 
-from bam_viz import live
+from bam_viz.live import grid as live
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

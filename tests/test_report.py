@@ -5,9 +5,9 @@ import json
 import pytest
 from test_evaluate import FakePredictor
 
-from bam_viz import evaluate as ev
 from bam_viz.cli import _jsonable, main
 from bam_viz.data import data_dir
+from bam_viz.evaluation import evaluate as ev
 
 
 def test_report_tables_from_saved_results(tmp_path, capsys):

@@ -9,9 +9,9 @@ import torch
 from fake_result import make_fake_result
 
 import bam_viz
-from bam_viz import metrics
+from bam_viz.core import metrics
 from bam_viz.families.sampling import log_gamma_rsample, log_lognormal_rsample, log_weibull_rsample
-from bam_viz.result import ExplainResult
+from bam_viz.inference.result import ExplainResult
 
 
 def make(family, post, prior, sample_probs, L=2, H=1, T=3):

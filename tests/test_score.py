@@ -1,4 +1,4 @@
-"""Corpus scoring (bam_viz.score): reading user files and every way they can be wrong, finding their
+"""Corpus scoring (bam_viz.evaluation.score.scorer): reading user files and every way they can be wrong, finding their
 columns, labels, the seeding rule that makes a sentence's row independent of everything else in the
 run, the meaning of each column, the `score` subcommand, and the shipped scores against a fresh run."""
 
@@ -18,9 +18,11 @@ import pandas as pd
 import pytest
 import torch
 
-from bam_viz import cli, metrics, score, zoo
+from bam_viz import cli, zoo
+from bam_viz.core import metrics
 from bam_viz.data import AMBIGUOUS, CORPORA, load_corpus, load_split
-from bam_viz.score import COLUMNS, ScoreInputError
+from bam_viz.evaluation.score import scorer as score
+from bam_viz.evaluation.score.scorer import COLUMNS, ScoreInputError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -228,7 +230,7 @@ def test_unknown_labels_are_named():
 def test_sentence_seeds_are_the_same_in_every_process():
     keys = ["10", "1_3", "a sentence id", "é"]
     here = [score.sentence_seed(7, k) for k in keys]
-    code = f"from bam_viz.score import sentence_seed; print([sentence_seed(7, k) for k in {keys!r}])"
+    code = f"from bam_viz.evaluation.score.scorer import sentence_seed; print([sentence_seed(7, k) for k in {keys!r}])"
     for hashseed in ("1", "2"):
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
                               env={**os.environ, "PYTHONHASHSEED": hashseed})

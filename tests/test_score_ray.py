@@ -8,9 +8,11 @@ import pandas as pd
 import pytest
 import ray  # a test dependency (requirements-test.txt): missing, this file fails rather than skips
 
-from bam_viz import cli, score
+from bam_viz import cli
 
 # Ray Data's own deprecations (its context copies deprecated fields): not ours to fix.
+from bam_viz.evaluation.score import scorer as score
+
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray")
 
 
@@ -87,7 +89,7 @@ def test_the_command_on_ray_writes_one_file_or_a_partitioned_folder(cluster, tmp
 
 @pytest.mark.slow
 def test_the_scoring_bench_reports_every_engine(cluster):
-    from bam_viz import bench
+    from bam_viz.bench import library as bench
 
     args = cli.build_parser().parse_args(["bench", "--scoring", "--sentences", "20", "--samples", "2",
                                           "--scoring-repeats", "1"])

@@ -24,7 +24,7 @@ def test_make_run_serves_this_machine_unless_told():
 NICENESS = r"""
 import json, os, sys, threading
 from pathlib import Path
-from bam_viz import live
+from bam_viz.live import grid as live
 
 def nice(tid):           # field 19 of /proc/.../stat: the thread's niceness
     return int(Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()[16])
@@ -65,7 +65,7 @@ def test_the_server_yields_a_busy_core_to_the_machines_own_browser():
     """`server_priority` (called by app.py) lowers every thread of the server, those already running and
     those started later, to nice 5, and background frames to 15; `$BAM_VIZ_SERVER_NICE` changes it
     (0: off), and a bad value is said in the log, the default kept."""
-    from bam_viz import live
+    from bam_viz.live import grid as live
 
     # A process can only raise its niceness: the child starts at this test run's (`base`), which is 5
     # once an AppTest has run app.py in this process, so the threads end at max(base, the setting).

@@ -1,4 +1,4 @@
-"""bam_viz.sweep: each swept value is exactly what explain() gives at that value."""
+"""bam_viz.inference.sweep: each swept value is exactly what explain() gives at that value."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import bam_viz
-from bam_viz.sweep import sweep, sweep_values
+from bam_viz.inference.sweep import sweep, sweep_values
 
 TEXT = "The acting is superb, but the plot is a tedious mess."
 

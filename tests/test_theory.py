@@ -1,4 +1,4 @@
-"""bam_viz.theory: every panel's number reproduced, every closed form checked against SciPy or Monte
+"""bam_viz.theory.lab: every panel's number reproduced, every closed form checked against SciPy or Monte
 Carlo, and the real-model parts against the model's own entry points."""
 
 from __future__ import annotations
@@ -16,10 +16,12 @@ import torch
 from scipy import integrate, stats
 
 import bam_viz
-from bam_viz import gaps, theory, zoo
-from bam_viz.attention import Mode, probe
-from bam_viz.bench_theory import run_theory_bench
-from bam_viz.explain import lower_states
+from bam_viz import zoo
+from bam_viz.bench.theory import run_theory_bench
+from bam_viz.inference import gaps
+from bam_viz.inference.explain import lower_states
+from bam_viz.nn.attention import Mode, probe
+from bam_viz.theory import lab as theory
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_TEXT = json.loads((ROOT / "views" / "examples.json").read_text())

@@ -10,10 +10,10 @@ from scipy import stats
 from torch.distributions import RelaxedOneHotCategorical
 
 from bam_viz import families
-from bam_viz.attention import AttentionConfig
 from bam_viz.families import AttentionFamily, HyperSpec
 from bam_viz.families.sampling import masked_log_softmax, normalize_log, uniform
 from bam_viz.model import BamClassifier, ModelConfig
+from bam_viz.nn.attention import AttentionConfig
 
 
 class Concrete(AttentionFamily):

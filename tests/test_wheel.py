@@ -18,7 +18,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from bam_viz.encoder import minilm_dir
+from bam_viz.nn.encoder import minilm_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNTIME = {"torch", "numpy", "scipy", "safetensors", "tokenizers", "tqdm", "captum", "pandas", "pyarrow"}

@@ -1,4 +1,4 @@
-"""bam_viz.why: the Why section's pictures, without a browser."""
+"""bam_viz.plots.why: the Why section's pictures, without a browser."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from bam_viz import why
+from bam_viz.plots import why
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 

@@ -9,7 +9,7 @@ import torch
 
 import bam_viz
 from bam_viz.data import load_split, split_fingerprint
-from bam_viz.encoder import sha256_file
+from bam_viz.nn.encoder import sha256_file
 from bam_viz.zoo import (
     MANIFEST,
     PRETRAINED,

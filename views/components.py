@@ -3,8 +3,8 @@ mounted three times, whose JavaScript (`views/live/live.js`) draws on canvases.
 
   sliders   the attention hyperparameter sliders (sidebar): a move repaints the charts in the
             browser; releasing it sends the values back (Session State, then the URL).
-  summary   headline estimates with their errors, the sweep, the prediction (`bam_viz.live.summary_payload`)
-  inside    prior vs posterior, density, maps, layer x head grids (`bam_viz.live.inside_payload`)
+  summary   headline estimates with their errors, the sweep, the prediction (`bam_viz.live.grid.summary_payload`)
+  inside    prior vs posterior, density, maps, layer x head grids (`bam_viz.live.grid.inside_payload`)
 
 Every value of the sliders is in the bytes sent, so a slider move never waits for the server.
 The summary's bytes (~12 kB) go in the element itself. The inside payload (~1 MB at 24 tokens)

@@ -1,6 +1,7 @@
 """The Corpus page: error analysis over many sentences at once, for the shipped test splits or an upload.
 
-No math here: `bam_viz.corpus` filters, scores and draws (Altair), `bam_viz.score` reads and scores
+No math here: `bam_viz.evaluation.corpus` filters, scores and draws (Altair), `bam_viz.evaluation.score`
+reads and scores
 uploads; this page lays out the controls, keeps the brushes and saved slices in Session State, and
 mirrors its main state (models, corpora, measure, outcome, clarity) into the URL.
 
@@ -19,10 +20,11 @@ import zlib
 import pandas as pd
 import streamlit as st
 
-from bam_viz import corpus, score
-from bam_viz.charts import md_escape
-from bam_viz.corpus import Filter
 from bam_viz.data import data_dir
+from bam_viz.evaluation import corpus
+from bam_viz.evaluation.corpus import Filter
+from bam_viz.evaluation.score import scorer as score
+from bam_viz.plots.charts import md_escape
 
 ss = st.session_state
 MAX_UPLOAD_BYTES = 1_000_000

@@ -1,7 +1,7 @@
 """The explorer: type a sentence, pick a model, move the sliders, watch attention uncertainty.
 
-No math here: `bam_viz` computes (`bam_viz.live`: the sentence at every slider value), the browser
-draws (`views/components.py`, `views/live/live.js`), `bam_viz.charts` writes the captions, and this
+No math here: `bam_viz` computes (`bam_viz.live.grid`: the sentence at every slider value), the browser
+draws (`views/components.py`, `views/live/live.js`), `bam_viz.plots.charts` writes the captions, and this
 page lays out and wires the controls.
 """
 
@@ -18,7 +18,9 @@ import time
 import streamlit as st
 
 import bam_viz
-from bam_viz import charts, export, live
+from bam_viz.inference import export
+from bam_viz.live import grid as live
+from bam_viz.plots import charts
 from views import components, state, why_view
 
 ss = st.session_state
@@ -312,7 +314,7 @@ def inspection(view: state.View, model, hyper: dict) -> None:
 
 def downloads(view: state.View, model, result, layer: int, head: int) -> None:
     """What the page shows for the selected layer and head, with the settings in a header and in
-    the file name; `bam_viz.export.full_json` has every layer and head, from the library."""
+    the file name; `bam_viz.inference.export.full_json` has every layer and head, from the library."""
     c = st.columns(2)
     # Deferred to the click: the page's reruns need not serialise anything. The session keeps these
     # functions until it ends, so they hold the view's key, not the result.

@@ -16,16 +16,17 @@ from typing import NamedTuple
 import streamlit as st
 
 import bam_viz
-import bam_viz.live
 from bam_viz import families
-from bam_viz.cache import CACHE
+from bam_viz.core.cache import CACHE
+from bam_viz.live import grid as live
+from bam_viz.live.grid import LiveGrid
 
 DEFAULT_MODEL = "bam-wc"
 DEFAULT_N_SAMPLES = 32
 N_SAMPLES_RANGE = (1, 64)             # see get_result for the memory bound
 SEED_RANGE = (0, 9999)
 # The example buttons and the default sentence: movies dev sentences chosen by the rule in
-# bam_viz/examples.py, which wrote this file with the figures that chose them (`make examples`).
+# bam_viz/evaluation/examples.py, which wrote this file with the figures that chose them (`make examples`).
 # The file is part of the repository, so the buttons work without the corpora.
 EXAMPLES_FILE = Path(__file__).with_name("examples.json")
 _CHOSEN = json.loads(EXAMPLES_FILE.read_text(encoding="utf-8"))
@@ -55,10 +56,10 @@ WHY_STEPS = (16, 32, 64)
 
 def foreground(fn):
     """Run `fn` (a page or fragment) as a request being answered: background frames wait for it
-    (`bam_viz.scheduler.FrameScheduler.foreground`)."""
+    (`bam_viz.live.scheduler.FrameScheduler.foreground`)."""
     @functools.wraps(fn)
     def run(*args, **kwargs):
-        with bam_viz.live.FRAMES.foreground():
+        with live.FRAMES.foreground():
             return fn(*args, **kwargs)
     return run
 
@@ -69,7 +70,7 @@ def get_model(name: str):
     """One model per process, shared by every session and treated as read-only."""
     _one_torch_thread()
     model = bam_viz.load(name)
-    bam_viz.live.FRAMES.prepare(model)
+    live.FRAMES.prepare(model)
     return model
 
 
@@ -88,7 +89,7 @@ def _one_torch_thread() -> None:
         torch.set_num_threads(1)
 
 
-# Shared, read-only results and grids, kept in the library's one byte budget (`bam_viz.cache.CACHE`,
+# Shared, read-only results and grids, kept in the library's one byte budget (`bam_viz.core.cache.CACHE`,
 # $BAM_VIZ_CACHE_MB) with the models' own caches, rather than `st.cache_data` (which pickles a
 # result, 12 MB at 24 tokens and 32 samples, on every miss and unpickles it on every hit) or
 # `st.cache_resource` (bounded in entries: a result at 128 tokens and 64 samples is 2000 times one at
@@ -168,7 +169,7 @@ LIVE_SLIDERS = frozenset(SLIDERS)
 
 def get_grid(model, name: str, text: str, n_samples: int, seed: int, window: tuple[int, ...],
              others: tuple[tuple[str, float], ...]):
-    """The sentence at every value of the model's sliders (`bam_viz.live.LiveGrid`), shared by every
+    """The sentence at every value of the model's sliders (`bam_viz.live.grid.LiveGrid`), shared by every
     session that asks for the same (model, text, S, seed, token window); ~1 MB a sentence at 24 tokens.
     Its frames are made in the background: `start()` it. Grids grow as frames are made (and
     payloads are memoised from them), so the store measures this one again on every hit."""
@@ -176,8 +177,8 @@ def get_grid(model, name: str, text: str, n_samples: int, seed: int, window: tup
     hit = CACHE.get("app.grid", key)
     if hit is None:
         with st.spinner("Computing every slider value…"):
-            hit = CACHE.put("app.grid", key, bam_viz.live.LiveGrid(model, text, n_samples, seed, window=list(window),
-                                                                   **dict(others)))
+            grid = LiveGrid(model, text, n_samples, seed, window=list(window), **dict(others))
+            hit = CACHE.put("app.grid", key, grid)
     else:
         CACHE.grew("app.grid", key)    # frames, and the payloads made from them, are added after it is stored
     return hit
@@ -204,13 +205,13 @@ class View(NamedTuple):
 
 
 def inside_bytes(grid, post: int, prior: int, layer: int, head: int, query: int, key: int, extra: dict) -> bytes:
-    """`bam_viz.live.inside_payload`, kept on the grid per selection and frames made: a rerun that
+    """`live.inside_payload`, kept on the grid per selection and frames made: a rerun that
     only moves a slider (post, prior: sent beside the file as meta) gets the same bytes, so the
     same served file, and the page fetches nothing."""
     import json
 
     cache_key = (tuple(grid.ready), layer, head, query, key, json.dumps(extra, sort_keys=True))
-    return grid.memo("inside", cache_key, lambda: bam_viz.live.inside_payload(
+    return grid.memo("inside", cache_key, lambda: live.inside_payload(
         grid, post, prior, layer, head, query, key, extra), keep=1)
 
 
@@ -242,9 +243,9 @@ def corpus_available() -> bool:
 
 # ---- slider grids -------------------------------------------------------------------------------
 def hyper_options(name: str, trained: float | None) -> list[float]:
-    """The values a hyperparameter slider offers: the live grid's (`bam_viz.live.slider_values`)."""
+    """The values a hyperparameter slider offers: the live grid's (`live.slider_values`)."""
     spec = SLIDERS[name]
-    return bam_viz.live.slider_values(spec, trained, "prior" if spec.prior_only else "posterior")
+    return live.slider_values(spec, trained, "prior" if spec.prior_only else "posterior")
 
 
 def snap(value: float, options: list[float]) -> float:

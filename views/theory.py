@@ -1,6 +1,6 @@
 """Theory lab: each paper's central result as one live panel, for a classroom.
 
-No math here: `bam_viz.theory` computes every number, figure and caption; this page lays them out,
+No math here: `bam_viz.theory.lab` computes every number, figure and caption; this page lays them out,
 wires the controls, caches what a real model computes once per sentence, and mirrors every control
 into the URL (a copied link reproduces the view). Each section is a fragment: a slider reruns only
 its own panel.
@@ -11,9 +11,10 @@ from __future__ import annotations
 import streamlit as st
 
 import bam_viz
-from bam_viz import charts, theory
-from bam_viz.task import CLASSES
-from bam_viz.theory import Control
+from bam_viz.core.task import CLASSES
+from bam_viz.plots import charts
+from bam_viz.theory import lab as theory
+from bam_viz.theory.lab import Control
 from views import state
 
 ss = st.session_state

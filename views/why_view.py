@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from bam_viz import charts, why
-from bam_viz.posterior import describe
+from bam_viz.inference.posterior import describe
+from bam_viz.plots import charts, why
 from views import state
 
 ss = st.session_state

@@ -21,7 +21,7 @@ from typing import ClassVar
 import torch
 from torch.distributions import Distribution
 
-from bam_viz.inputs import shown
+from bam_viz.core.inputs import shown
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ import torch
 from torch.distributions import Dirichlet
 
 from bam_viz.families.base import AttentionFamily, CellStatistics, HyperSpec
+from bam_viz.families.kl import kl_dirichlet
 from bam_viz.families.sampling import dirichlet_rsample, masked_log_softmax
-from bam_viz.kl import kl_dirichlet
 
 
 class DirichletFamily(AttentionFamily):

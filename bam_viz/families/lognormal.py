@@ -12,8 +12,8 @@ import torch
 from torch.distributions import LogNormal
 
 from bam_viz.families.base import AttentionFamily, CellStatistics, HyperSpec
+from bam_viz.families.kl import kl_lognormal
 from bam_viz.families.sampling import log_lognormal_rsample, masked_log_softmax, normalize_log
-from bam_viz.kl import kl_lognormal
 
 
 class LognormalFamily(AttentionFamily):

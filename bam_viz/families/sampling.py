@@ -178,7 +178,7 @@ class NoiseTape:
       - a categorical draw: the drawn key (its one-hot). Its Gumbel noise would re-draw the key by
         argmax at every input: a piecewise constant function, whose gradient is zero almost
         everywhere and whose jumps Integrated Gradients cannot see.
-    Draw sites: `draw` (hence `first_rows`, `uniform` and the dropout of `bam_viz.attention`),
+    Draw sites: `draw` (hence `first_rows`, `uniform` and the dropout of `bam_viz.nn.attention`),
     `_StandardGamma` and `categorical_sample`.
     """
 

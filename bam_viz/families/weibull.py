@@ -13,8 +13,8 @@ import torch
 from torch.distributions import Gamma, Weibull
 
 from bam_viz.families.base import AttentionFamily, CellStatistics, HyperSpec
+from bam_viz.families.kl import EULER_GAMMA, kl_weibull_gamma
 from bam_viz.families.sampling import log_gamma_rsample, log_weibull_rsample, masked_log_softmax, normalize_log
-from bam_viz.kl import EULER_GAMMA, kl_weibull_gamma
 
 
 class WeibullFamily(AttentionFamily):

@@ -1,0 +1,1 @@
+"""The library's benchmarks (`python -m bam_viz bench`)."""

@@ -1,0 +1,1 @@
+"""Foundations every layer shares: input checks, names, the task, metrics, the device and the work budgets."""

@@ -1,0 +1,277 @@
+"""Classification, calibration and uncertainty metrics over predicted probabilities (numpy + scipy).
+
+Shapes: `probs` is (N, C); where a function also takes sample probabilities (N, S, C) it first
+averages over S, i.e. scores the Monte Carlo predictive E_z[p(y|x,z)]. `labels` are ints (N,).
+Entropies are in nats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import stats
+
+_LOG_FLOOR = 1e-12
+ECE_BINS = 15
+
+
+def _predictive(probs: np.ndarray) -> np.ndarray:
+    probs = np.asarray(probs, dtype=np.float64)
+    if probs.ndim == 3:
+        return probs.mean(axis=1)
+    if probs.ndim != 2:
+        raise ValueError(f"expected probabilities of shape (N, C) or (N, S, C), got {probs.shape}")
+    return probs
+
+
+def _labels(labels: np.ndarray, n: int) -> np.ndarray:
+    labels = np.asarray(labels)
+    if labels.shape != (n,):
+        raise ValueError(f"expected {n} labels, got shape {labels.shape}")
+    return labels.astype(np.int64)
+
+
+def accuracy(probs: np.ndarray, labels: np.ndarray) -> float:
+    """Share of argmax predictions equal to the label."""
+    p = _predictive(probs)
+    return float(np.mean(p.argmax(axis=1) == _labels(labels, len(p))))
+
+
+def nll(probs: np.ndarray, labels: np.ndarray) -> float:
+    """Mean negative log-likelihood -1/N sum_i log p_i(y_i) (nats).
+
+    The probability is floored at 1e-12 inside the log only, so one confidently wrong answer costs
+    at most log(1e12) ~ 27.6 nats instead of infinity.
+    """
+    p = _predictive(probs)
+    y = _labels(labels, len(p))
+    return float(-np.mean(np.log(np.maximum(p[np.arange(len(p)), y], _LOG_FLOOR))))
+
+
+def brier(probs: np.ndarray, labels: np.ndarray) -> float:
+    """Brier score, Brier (1950): 1/N sum_i sum_c (p_ic - 1[y_i = c])^2 (0 best, 2 worst)."""
+    p = _predictive(probs)
+    y = _labels(labels, len(p))
+    onehot = np.zeros_like(p)
+    onehot[np.arange(len(p)), y] = 1.0
+    return float(np.mean(np.sum((p - onehot) ** 2, axis=1)))
+
+
+def ece(probs: np.ndarray, labels: np.ndarray, n_bins: int = ECE_BINS) -> float:
+    """Expected calibration error, Guo et al. (2017) "On Calibration of Modern Neural Networks", eq. 3.
+
+    ECE = sum_b |B_b|/N * |acc(B_b) - conf(B_b)| over `n_bins` equal-width bins of the confidence
+    max_c p_ic; bin b holds confidences in (b/n_bins, (b+1)/n_bins] (the first also holds 0).
+    """
+    p = _predictive(probs)
+    y = _labels(labels, len(p))
+    conf = p.max(axis=1)
+    correct = (p.argmax(axis=1) == y).astype(np.float64)
+    bins = confidence_bins(conf, n_bins)
+    total = 0.0
+    for b in range(n_bins):
+        mask = bins == b
+        if mask.any():
+            total += mask.sum() * abs(correct[mask].mean() - conf[mask].mean())
+    return float(total / len(p))
+
+
+def confidence_bins(confidence: np.ndarray, n_bins: int = ECE_BINS) -> np.ndarray:
+    """(N,) the ECE bin of each confidence: bin b holds (b/n_bins, (b+1)/n_bins], the first also 0.
+    Searched against the edges themselves, which avoids the float error of floor(conf * n_bins)."""
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    return np.clip(np.searchsorted(edges, confidence, side="left") - 1, 0, n_bins - 1)
+
+
+def auroc(scores: np.ndarray, positives: np.ndarray) -> float:
+    """Area under the ROC curve: P(score of a random positive > that of a random negative), ties 1/2.
+
+    Computed as the Mann-Whitney U statistic over average ranks, U / (n_pos n_neg)
+    (Hanley & McNeil 1982), which equals sklearn's roc_auc_score. NaN when either class is empty.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    positives = np.asarray(positives, dtype=bool)
+    if scores.shape != positives.shape or scores.ndim != 1:
+        raise ValueError(f"scores {scores.shape} and positives {positives.shape} must be equal 1-D shapes")
+    n_pos = int(positives.sum())
+    n_neg = len(positives) - n_pos
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    ranks = stats.rankdata(scores)  # ties get their average rank, which counts each tie as 1/2
+    u = ranks[positives].sum() - n_pos * (n_pos + 1) / 2
+    return float(u / (n_pos * n_neg))
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman rank correlation (scipy.stats.spearmanr); NaN when either input is constant."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    # scipy warns on constant input, and the correlation is undefined there anyway.
+    if len(x) < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan")
+    return float(stats.spearmanr(x, y).statistic)
+
+
+def entropy(probs: ArrayLike) -> np.ndarray | float:
+    """Shannon entropy -sum_c p_c log p_c (nats) along the last axis: a float for one distribution (C,).
+
+    0 log 0 = 0: the limit, and what makes a one-hot distribution exactly certain. Any array-like
+    works, a CPU torch tensor included.
+    """
+    p = np.asarray(probs, dtype=np.float64)
+    return -np.sum(np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0), axis=-1)
+
+
+def predictive_entropy(probs: np.ndarray) -> np.ndarray:
+    """H[E_z p(y|x,z)] per sentence (N,): total uncertainty of the (mean) predictive distribution."""
+    return entropy(_predictive(probs))
+
+
+def expected_entropy(sample_probs: np.ndarray) -> np.ndarray:
+    """E_z H[p(y|x,z)] per sentence (N,) from (N, S, C) samples: the aleatoric part (Depeweg et al. 2018)."""
+    sample_probs = np.asarray(sample_probs, dtype=np.float64)
+    if sample_probs.ndim != 3:
+        raise ValueError(f"expected sample probabilities (N, S, C), got {sample_probs.shape}")
+    return entropy(sample_probs).mean(axis=1)
+
+
+MI_ROUNDING = 1e-12
+
+
+def mutual_information(sample_probs: np.ndarray) -> np.ndarray:
+    """I[y; z | x] = H[E_z p] - E_z H[p] per sentence (N,), the epistemic part.
+
+    Depeweg et al. (2018) "Decomposition of Uncertainty in Bayesian Deep Learning", eq. 7 (BALD,
+    Houlsby et al. 2011). It is >= 0 by Jensen. Values under 1e-12 nats are rounding error and
+    become 0: identical samples (a deterministic model) must not rank sentences by float noise.
+    """
+    mi = predictive_entropy(sample_probs) - expected_entropy(sample_probs)
+    return np.where(mi < MI_ROUNDING, 0.0, mi)
+
+
+def mutual_information_jackknife(sample_probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Jackknife bias-corrected `mutual_information` and its jackknife standard error, per sentence
+    (N,) each, from (N, S, C) samples.
+
+    The plug-in MI, the entropy of the mean of S samples less their mean entropy, is biased low:
+    the entropy of a mean of S draws is below the entropy of the true mean by a term of order 1/S.
+    The jackknife bias correction (Quenouille 1956; Efron & Tibshirani 1993, ch. 10) removes that
+    term, leaving O(1/S^2): I_jack = S I - (S-1) I_(.), where I_(i) is the plug-in without sample i
+    and I_(.) their mean. Its SE is the jackknife SE (Efron & Stein 1981; Efron & Tibshirani 1993,
+    ch. 11), SE = sqrt((S-1)/S sum_i (I_(i) - I_(.))^2): I_jack is the mean of Tukey's S
+    pseudo-values S I - (S-1) I_(i), and SE their sample sd / sqrt(S), so the two belong together.
+
+    I_jack is not clipped to [0, log C]: it can be slightly negative where the true MI is near 0,
+    and above log C with few samples that disagree; clipping would bias it again.
+
+    The plug-in and each replicate are rounded like `mutual_information`, so identical samples give
+    exactly (0, 0). Where S < 3, the plug-in and NaN: a replicate of one sample has MI 0 whatever
+    the samples, so at S = 2 the correction would double the plug-in and the SE would be 0 for two
+    samples that disagree completely.
+    """
+    plug_in, replicates = _mi_replicates(sample_probs)
+    S = replicates.shape[1] if replicates is not None else 0
+    if replicates is None:
+        return plug_in, np.full(plug_in.shape[0], np.nan)
+    replicate_mean = replicates.mean(1)
+    corrected = S * plug_in - (S - 1) * replicate_mean
+    se = np.sqrt((S - 1) / S * np.sum((replicates - replicate_mean[:, None]) ** 2, axis=1))
+    return corrected, se
+
+
+def _mi_replicates(sample_probs: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The plug-in MI (N,) and its S leave-one-out replicates (N, S), each rounded like
+    `mutual_information`; None for the replicates where S < 3."""
+    p = np.asarray(sample_probs, dtype=np.float64)
+    if p.ndim != 3:
+        raise ValueError(f"expected sample probabilities (N, S, C), got {p.shape}")
+    S = p.shape[1]
+    plug_in = mutual_information(p)
+    if S < 3:
+        return plug_in, None
+    h = entropy(p)                                                  # (N, S)
+    # Each replicate from the full sums less one sample: O(N S C), not S passes over the samples.
+    mean_without = (p.sum(1, keepdims=True) - p) / (S - 1)           # (N, S, C)
+    expected_without = (h.sum(1, keepdims=True) - h) / (S - 1)       # (N, S)
+    replicates = entropy(mean_without) - expected_without            # (N, S)
+    return plug_in, np.where(replicates < MI_ROUNDING, 0.0, replicates)
+
+
+MI_INTERVAL_Z = 2.0
+
+
+def mutual_information_interval(sample_probs: np.ndarray, z: float = MI_INTERVAL_Z) -> np.ndarray:
+    """An interval (N, 2) for I[y; z | x] around the bias-corrected `mutual_information_jackknife`
+    estimate I, made on the log scale: I exp(-/+ z s), s the jackknife SE of log I (the log
+    replicates' spread, Efron & Tibshirani 1993, ch. 11; a log interval for a positive quantity).
+
+    Why the log scale: an MI is a variance-like quantity whose jackknife SE rises and falls with the
+    estimate itself (samples that happen to agree give both a low MI and a low SE), so I +/- z SE
+    sits wholly below the truth too often; on the log scale the SE is nearly independent of the
+    level. docs/design.md ("The mutual information") has the coverage measured by simulation.
+
+    Where the log scale does not apply (I <= 0, or a replicate of exactly 0 beside nonzero ones) the
+    interval is I +/- z SE; identical samples give (0, 0); S < 3 gives NaNs.
+    """
+    plug_in, replicates = _mi_replicates(sample_probs)
+    corrected, se = mutual_information_jackknife(sample_probs)
+    if replicates is None:
+        return np.full((plug_in.shape[0], 2), np.nan)
+    S = replicates.shape[1]
+    logged = (replicates > 0).all(1) & (corrected > 0)
+    log_r = np.log(np.where(logged[:, None], replicates, 1.0))
+    se_log = np.sqrt((S - 1) / S * np.sum((log_r - log_r.mean(1, keepdims=True)) ** 2, axis=1))
+    lo = np.where(logged, corrected * np.exp(-z * se_log), corrected - z * se)
+    hi = np.where(logged, corrected * np.exp(z * se_log), corrected + z * se)
+    return np.stack([lo, hi], axis=1)
+
+
+def mutual_information_jackknife_se(sample_probs: np.ndarray) -> np.ndarray:
+    """Jackknife standard error of `mutual_information` per sentence (N,), from (N, S, C) samples:
+    the SE half of `mutual_information_jackknife` (see there); NaN where S < 3, 0 for identical samples.
+
+    The plug-in MI is a nonlinear function of the S samples (the entropy of their mean), so its
+    error is not a sample sd over sqrt(S); applied to a plain mean the jackknife gives sd/sqrt(S)
+    exactly.
+    """
+    return mutual_information_jackknife(sample_probs)[1]
+
+
+def delta_gap_se(p_samples: np.ndarray, slopes: np.ndarray) -> float:
+    """SE of E[f(z)] - f(E[w]) for one class by the delta method: `p_samples` (S,) f(z_s), `slopes`
+    (S,) l_s = grad f(E[w]) . (w_s - E[w]), f(E[w])'s first-order response to sample s. The gap is
+    then the mean of d_s = f(z_s) - l_s less a constant: SE = sd(d_s) / sqrt(S), ddof 1 (`bam_viz.inference.gaps`)."""
+    d = np.asarray(p_samples, dtype=np.float64) - np.asarray(slopes, dtype=np.float64)
+    return float(d.std(ddof=1) / np.sqrt(d.shape[0]))
+
+
+def paired_bootstrap(
+    metric_fn: Callable[[np.ndarray, np.ndarray], float],
+    a_inputs: np.ndarray,
+    b_inputs: np.ndarray,
+    labels: np.ndarray,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """metric(a) - metric(b) and its 95% percentile bootstrap interval (Efron & Tibshirani 1993, ch. 13).
+
+    Paired (Koehn 2004, "Statistical Significance Tests for Machine Translation Evaluation"): each
+    replicate resamples test sentences with replacement and scores both models on the same
+    indices, so sentence difficulty cancels out of the difference.
+    """
+    a_inputs = np.asarray(a_inputs)
+    b_inputs = np.asarray(b_inputs)
+    labels = np.asarray(labels)
+    n = len(labels)
+    if len(a_inputs) != n or len(b_inputs) != n:
+        raise ValueError(f"a ({len(a_inputs)}), b ({len(b_inputs)}) and labels ({n}) must align")
+    diff = float(metric_fn(a_inputs, labels) - metric_fn(b_inputs, labels))
+    rng = np.random.default_rng(seed)
+    diffs = np.empty(n_boot)
+    for i in range(n_boot):
+        idx = rng.integers(0, n, size=n)
+        diffs[i] = metric_fn(a_inputs[idx], labels[idx]) - metric_fn(b_inputs[idx], labels[idx])
+    lo, hi = np.percentile(diffs, [2.5, 97.5])
+    return diff, float(lo), float(hi)

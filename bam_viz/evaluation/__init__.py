@@ -1,0 +1,1 @@
+"""Predictors, corpus evaluation, reports, example choice, corpus analysis and scoring."""

@@ -1,0 +1,475 @@
+"""Error analysis over a scored corpus: filters, slices and their metrics, calibration, human
+disagreement and domain shift, and the Altair charts of the app's Corpus page.
+
+The input is a frame of `bam_viz.evaluation.score.scorer.COLUMNS`, one row per (sentence, model). Every number comes
+from `bam_viz.core.metrics`, on these rows:
+  accuracy, NLL, ECE (15 equal-width bins of the confidence max(p, 1 - p)): the clear labelled
+    sentences (label "positive" or "negative"; |human mean| > 0.5);
+  AUROC ambiguous: the uncertainty as a score telling ambiguous sentences (positives) from clear ones;
+  AUROC error: the uncertainty telling wrong predictions (positives) from right ones, clear sentences;
+  Spearman: the uncertainty against the raters' standard deviation, every sentence that has raters
+    (ambiguous ones included, as in `bam_viz.evaluation.evaluate`, since that is where raters disagree most);
+  AUROC out-of-domain: the uncertainty telling the clear sentences of tweets, amazon and nyt
+    (positives) from the clear movies sentences (the models' training domain).
+
+A filter selects *sentences*: what depends on a model (right or wrong, uncertainty, confidence) is
+judged by one model, the reference, and every model is then scored on the same sentences, so that
+two models are compared on equal terms.
+
+Nothing here imports Streamlit; Altair is imported by the chart builders alone.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from urllib.parse import quote, urlencode
+
+import numpy as np
+import pandas as pd
+
+from bam_viz.core import metrics
+from bam_viz.core.task import CLASSES, POSITIVE
+from bam_viz.data import AMBIGUOUS, CORPORA
+
+IN_DOMAIN = "movies"
+OUT_OF_DOMAIN = tuple(c for c in CORPORA if c != IN_DOMAIN)        # tweets, amazon, nyt
+# The uncertainty measures a user can choose, with the words the page shows (all in nats).
+MEASURES = {
+    "mutual_information": "mutual information (nats)",
+    "predictive_entropy": "predictive entropy (nats)",
+    "expected_entropy": "expected entropy (nats)",
+}
+MEASURE_NAMES = {k: v.removesuffix(" (nats)") for k, v in MEASURES.items()}
+OUTCOMES = ("all", "correct", "wrong")
+CLARITIES = ("all", "clear", "ambiguous")
+ECE_BINS = metrics.ECE_BINS
+# Columns a brush may range over: the reference model's confidence, any uncertainty, the raters' std.
+BRUSHABLE = ("confidence", *MEASURES, "raters_std")
+# A chart's tooltip shows this much of a sentence (the table shows it whole); the charts' data is
+# sent to the browser on every rerun, so it carries no more text than the tooltip reads.
+TOOLTIP_CHARS = 140
+OUTCOME_COLOURS = {"correct": "#4c78a8", "wrong": "#e45756", "ambiguous": "#b0b0b0", "unlabelled": "#72b7b2"}
+DOMAIN_COLOURS = {IN_DOMAIN: "#4c78a8", **{c: "#f58518" for c in OUT_OF_DOMAIN}}
+
+
+class CorpusInputError(ValueError):
+    """A frame or filter the Corpus views cannot use; the message says what to change."""
+
+
+# ---- sentences and their columns ----------------------------------------------------------------
+def with_keys(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with `sentence` (one key per sentence: corpus and id, since ids repeat across corpora
+    and user data has no corpus), `confidence` and `outcome` columns; the input is not modified."""
+    missing = {"id", "model", "p_positive", "predicted", "label", "correct"} - set(frame.columns)
+    if missing:
+        raise CorpusInputError(f"a scored frame needs the columns {sorted(missing)}: "
+                               "score it with bam_viz.evaluation.score")
+    out = frame.copy()
+    for column in ("p_positive", *MEASURES, "raters_std", "human_mean", "share_positive"):
+        if column in out:                      # user data holds None where the corpora hold ratings
+            out[column] = pd.to_numeric(out[column], errors="coerce").astype(np.float64)
+    for column in ("id", "text", "model", "corpus", "label", "predicted", "correct"):
+        if column in out:
+            # pandas' "string" and "boolean" columns hold pd.NA, whose comparisons are NA rather than
+            # False; plain objects with None compare as the filters need.
+            out[column] = out[column].astype(object).where(out[column].notna(), None)
+    corpus = out["corpus"] if "corpus" in out else pd.Series(None, index=out.index, dtype=object)
+    out["sentence"] = corpus.fillna("").astype(str) + ":" + out["id"].astype(str)
+    # The same key as an integer: `select` matches sentences on every rerun, and isin on integers is a
+    # fraction of its cost on strings.
+    out["sentence_code"] = pd.factorize(out["sentence"])[0]
+    p = out["p_positive"].to_numpy(dtype=np.float64)
+    out["confidence"] = np.maximum(p, 1.0 - p)
+    out["outcome"] = outcomes(out)
+    return out
+
+
+def outcomes(frame: pd.DataFrame) -> np.ndarray:
+    """Per row: "correct" or "wrong" on a clear labelled sentence, "ambiguous", or "unlabelled"."""
+    label = frame["label"].astype(object)
+    correct = frame["correct"].astype(object)
+    return np.where(label.isin(CLASSES), np.where(correct == True, "correct", "wrong"),  # noqa: E712 (object column)
+                    np.where(label == AMBIGUOUS, "ambiguous", "unlabelled"))
+
+
+def clear_mask(frame: pd.DataFrame) -> np.ndarray:
+    """Rows whose sentence has a clear label (positive or negative)."""
+    return frame["label"].isin(CLASSES).to_numpy()
+
+
+def probabilities(frame: pd.DataFrame) -> np.ndarray:
+    """(N, 2) probabilities in `CLASSES` order from P(positive)."""
+    p = frame["p_positive"].to_numpy(dtype=np.float64)
+    return np.stack([1.0 - p, p], axis=1)                                   # (N, 2)
+
+
+def label_indices(frame: pd.DataFrame) -> np.ndarray:
+    """(N,) class index of each row's label; only meaningful where `clear_mask`."""
+    return (frame["label"] == CLASSES[POSITIVE]).to_numpy().astype(np.int64)
+
+
+def models_in(frame: pd.DataFrame) -> list[str]:
+    return sorted(frame["model"].dropna().unique().tolist())
+
+
+def corpora_in(frame: pd.DataFrame) -> list[str]:
+    """The corpora present, in `CORPORA` order (empty for user data)."""
+    if "corpus" not in frame:
+        return []
+    present = set(frame["corpus"].dropna())
+    return [c for c in CORPORA if c in present]
+
+
+def has_raters(frame: pd.DataFrame) -> bool:
+    return "raters_std" in frame and frame["raters_std"].notna().any()
+
+
+def has_labels(frame: pd.DataFrame) -> bool:
+    return bool(clear_mask(frame).any())
+
+
+# ---- filters ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Brush:
+    """A range brushed on one chart (`source`): `low <= column <= high` for the reference model."""
+
+    source: str
+    column: str
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class Filter:
+    """Which sentences are shown. `corpora` None means every corpus (and user data, which has none);
+    `outcome` and `uncertainty` (an inclusive range of `measure`) are judged by the reference model;
+    `brushes` are ranges brushed on the charts."""
+
+    corpora: tuple[str, ...] | None = None
+    outcome: str = "all"
+    clarity: str = "all"
+    measure: str = "mutual_information"
+    uncertainty: tuple[float, float] | None = None
+    brushes: tuple[Brush, ...] = field(default=())
+
+    def __post_init__(self):
+        if self.outcome not in OUTCOMES:
+            raise CorpusInputError(f"outcome must be one of {OUTCOMES}, not {self.outcome!r}")
+        if self.clarity not in CLARITIES:
+            raise CorpusInputError(f"clarity must be one of {CLARITIES}, not {self.clarity!r}")
+        if self.measure not in MEASURES:
+            raise CorpusInputError(f"measure must be one of {list(MEASURES)}, not {self.measure!r}")
+        for b in self.brushes:
+            if b.column not in BRUSHABLE:
+                raise CorpusInputError(f"a brush ranges over one of {BRUSHABLE}, not {b.column!r}")
+
+    def without(self, source: str) -> Filter:
+        """This filter less the brushes of chart `source`: what that chart itself shows, so that its
+        own brush stays where the user drew it (cross-filtering)."""
+        return replace(self, brushes=tuple(b for b in self.brushes if b.source != source))
+
+    def with_brushes(self, source: str, ranges: dict[str, tuple[float, float]]) -> Filter:
+        """This filter with chart `source`'s brushes replaced by `ranges` (column -> (low, high))."""
+        kept = tuple(b for b in self.brushes if b.source != source)
+        return replace(self, brushes=kept + tuple(Brush(source, c, lo, hi) for c, (lo, hi) in ranges.items()))
+
+
+def brush_ranges(selection: dict | None) -> dict[str, tuple[float, float]]:
+    """The ranges of a Vega-Lite interval selection's value ({field: [low, high]}, what
+    `st.altair_chart(on_select=...)` returns for an interval parameter), brushable fields only.
+    An empty or malformed selection is no range: a brush cleared by a double click is {}."""
+    out = {}
+    for column, values in (selection or {}).items():
+        if column not in BRUSHABLE or not isinstance(values, (list, tuple)) or len(values) != 2:
+            continue
+        try:
+            lo, hi = sorted(float(v) for v in values)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(lo) and math.isfinite(hi):
+            out[column] = (lo, hi)
+    return out
+
+
+def sentence_mask(rows: pd.DataFrame, filt: Filter) -> np.ndarray:
+    """(N,) which of the reference model's `rows` (from `with_keys`) pass `filt`."""
+    keep = np.ones(len(rows), dtype=bool)
+    if filt.corpora is not None:
+        keep &= rows["corpus"].isin(filt.corpora).to_numpy()
+    outcome = rows["outcome"].to_numpy()
+    if filt.outcome != "all":
+        keep &= outcome == filt.outcome
+    if filt.clarity == "clear":
+        keep &= np.isin(outcome, ("correct", "wrong"))
+    elif filt.clarity == "ambiguous":
+        keep &= outcome == "ambiguous"
+    if filt.uncertainty is not None:
+        lo, hi = filt.uncertainty
+        u = rows[filt.measure].to_numpy(dtype=np.float64)
+        keep &= (u >= lo) & (u <= hi)
+    for b in filt.brushes:
+        v = rows[b.column].to_numpy(dtype=np.float64)
+        keep &= (v >= b.low) & (v <= b.high)             # NaN (no raters) is outside every range
+    return keep
+
+
+def select(frame: pd.DataFrame, filt: Filter, reference: str) -> pd.DataFrame:
+    """Every model's rows of the sentences that pass `filt` as `reference` judges them.
+
+    `frame` comes from `with_keys`. Sentences the reference model did not score are dropped."""
+    if reference not in set(frame["model"]):
+        raise CorpusInputError(f"model {reference!r} is not in the scored data; choose one of {models_in(frame)}")
+    rows = frame[frame["model"] == reference]
+    chosen = rows["sentence_code"].to_numpy()[sentence_mask(rows, filt)]
+    return frame[np.isin(frame["sentence_code"].to_numpy(), chosen)]
+
+
+# ---- metrics ------------------------------------------------------------------------------------
+SLICE_METRICS = ("n", "n_clear", "n_ambiguous", "accuracy", "nll", "ece", "auroc_error", "auroc_ambiguous",
+                 "spearman_raters_std")
+
+
+def model_metrics(rows: pd.DataFrame, measure: str) -> dict[str, float]:
+    """The slice metrics of one model's rows (see the module's docstring); NaN where undefined."""
+    clear = clear_mask(rows)
+    outcome = rows["outcome"].to_numpy()
+    u = rows[measure].to_numpy(dtype=np.float64)
+    out = {"n": len(rows), "n_clear": int(clear.sum()), "n_ambiguous": int((outcome == "ambiguous").sum())}
+    if clear.any():
+        p, y = probabilities(rows)[clear], label_indices(rows)[clear]
+        out |= {"accuracy": metrics.accuracy(p, y), "nll": metrics.nll(p, y), "ece": metrics.ece(p, y),
+                "auroc_error": metrics.auroc(u[clear], p.argmax(axis=1) != y)}
+    else:
+        out |= {"accuracy": math.nan, "nll": math.nan, "ece": math.nan, "auroc_error": math.nan}
+    rated = np.isin(outcome, ("correct", "wrong", "ambiguous"))
+    out["auroc_ambiguous"] = metrics.auroc(u[rated], outcome[rated] == "ambiguous") if rated.any() else math.nan
+    std = rows["raters_std"].to_numpy(dtype=np.float64) if "raters_std" in rows else np.full(len(rows), np.nan)
+    has = np.isfinite(std)
+    out["spearman_raters_std"] = metrics.spearman(u[has], std[has])
+    return out
+
+
+def slice_metrics(frame: pd.DataFrame, measure: str, models: list[str] | None = None) -> pd.DataFrame:
+    """One row of `SLICE_METRICS` per model (index), on the rows of `frame` (from `with_keys`)."""
+    models = models or models_in(frame)
+    table = {m: model_metrics(frame[frame["model"] == m], measure) for m in models}
+    return pd.DataFrame.from_dict(table, orient="index", columns=list(SLICE_METRICS)).rename_axis("model")
+
+
+def reliability(frame: pd.DataFrame, n_bins: int = ECE_BINS, models: list[str] | None = None) -> pd.DataFrame:
+    """The reliability diagram's bins: per model and non-empty bin of the confidence, on clear
+    sentences: `low`, `high` (the bin's edges), `count`, `confidence` (mean confidence), `accuracy`
+    (share right) and `ece` (the model's, from `metrics.ece`, repeated on its rows). The count-weighted
+    mean of |accuracy - confidence| is that ECE."""
+    models = models or models_in(frame)
+    parts = []
+    for m in models:
+        rows = frame[(frame["model"] == m) & clear_mask(frame)]
+        if rows.empty:
+            continue
+        p, y = probabilities(rows), label_indices(rows)
+        conf = p.max(axis=1)
+        right = (p.argmax(axis=1) == y).astype(np.float64)
+        b = metrics.confidence_bins(conf, n_bins)
+        binned = pd.DataFrame({"bin": b, "confidence": conf, "accuracy": right}).groupby("bin")
+        part = binned.agg(count=("accuracy", "size"), confidence=("confidence", "mean"),
+                          accuracy=("accuracy", "mean")).reset_index()
+        part["low"] = part["bin"] / n_bins
+        part["high"] = (part["bin"] + 1) / n_bins
+        part["model"] = m
+        part["ece"] = metrics.ece(p, y, n_bins)
+        parts.append(part)
+    columns = ["model", "bin", "low", "high", "count", "confidence", "accuracy", "ece"]
+    return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
+
+
+def domain_shift(frame: pd.DataFrame, measure: str, models: list[str] | None = None) -> pd.DataFrame:
+    """Per model (index): the AUROC of `measure` telling each out-of-domain corpus's clear sentences
+    (positives) from the clear movies sentences, and all three together ("out-of-domain"); with the
+    counts. NaN where either side is empty. A model whose uncertainty rises off its training domain
+    scores above 0.5."""
+    models = models or models_in(frame)
+    table = {}
+    for m in models:
+        rows = frame[(frame["model"] == m) & clear_mask(frame)]
+        corpus = rows["corpus"].to_numpy()
+        u = rows[measure].to_numpy(dtype=np.float64)
+        movies = corpus == IN_DOMAIN
+        entry = {"n_movies": int(movies.sum())}
+        groups = [*((c, corpus == c) for c in OUT_OF_DOMAIN), ("out-of-domain", np.isin(corpus, OUT_OF_DOMAIN))]
+        for name, ood in groups:
+            both = movies | ood
+            entry[name] = metrics.auroc(u[both], ood[both]) if ood.any() and movies.any() else math.nan
+            entry[f"n_{name}"] = int(ood.sum())
+        table[m] = entry
+    return pd.DataFrame.from_dict(table, orient="index").rename_axis("model")
+
+
+def spearman_raters(frame: pd.DataFrame, measure: str, model: str) -> float:
+    """Spearman of `measure` with the raters' std over `model`'s sentences that have raters."""
+    return model_metrics(frame[frame["model"] == model], measure)["spearman_raters_std"]
+
+
+# ---- two models ---------------------------------------------------------------------------------
+def paired(frame: pd.DataFrame, a: str, b: str, measure: str) -> pd.DataFrame:
+    """One row per sentence scored by both `a` and `b`: the sentence's text and ratings, each model's
+    prediction, P(positive), outcome and `measure` (suffixes `_a`, `_b`), `disagree` (their labels
+    differ) and `more_uncertain` ("a", "b" or "tie", by `measure`)."""
+    if a == b:
+        raise CorpusInputError("choose two different models to compare")
+    keep = ["sentence", "text", "corpus", "label", "raters_std", "human_mean"]
+    keep = [c for c in keep if c in frame]
+    own = ["predicted", "p_positive", "outcome", measure]
+    left = frame.loc[frame["model"] == a, keep + own]
+    right = frame.loc[frame["model"] == b, ["sentence", *own]]
+    out = left.merge(right, on="sentence", suffixes=("_a", "_b"), validate="one_to_one")
+    out["disagree"] = out["predicted_a"] != out["predicted_b"]
+    ua, ub = out[f"{measure}_a"].to_numpy(), out[f"{measure}_b"].to_numpy()
+    out["more_uncertain"] = np.where(ua > ub, "a", np.where(ub > ua, "b", "tie"))
+    return out
+
+
+def paired_summary(pairs: pd.DataFrame) -> dict[str, dict[str, float]]:
+    """For "all" sentences and the "disagreements": n, how often each model is the more uncertain
+    (a, b, tie), and each one's accuracy on the clear ones (NaN where none are clear)."""
+    out = {}
+    for name, rows in (("all", pairs), ("disagreements", pairs[pairs["disagree"]])):
+        counts = rows["more_uncertain"].value_counts()
+        clear = rows["label"].isin(CLASSES)
+        entry = {"n": len(rows), **{k: int(counts.get(k, 0)) for k in ("a", "b", "tie")},
+                 "n_clear": int(clear.sum())}
+        for side in ("a", "b"):
+            entry[f"accuracy_{side}"] = (float((rows.loc[clear, f"outcome_{side}"] == "correct").mean())
+                                         if clear.any() else math.nan)
+        out[name] = entry
+    return out
+
+
+# ---- links --------------------------------------------------------------------------------------
+def explorer_link(text: str, model: str | None) -> str:
+    """The explorer (the app's default page) on `text` with `model`, as a link relative to the Corpus
+    page: the parameters `views/state.py` reads (text, model), URL-encoded. `model` None leaves the
+    explorer's default model."""
+    query = {"text": text} | ({"model": model} if model else {})
+    return "./?" + urlencode(query, quote_via=quote)
+
+
+def scored_csv(frame: pd.DataFrame) -> bytes:
+    """The scored rows as UTF-8 CSV, the columns of `bam_viz.evaluation.score.scorer` only (no page columns)."""
+    from bam_viz.evaluation.score.scorer import COLUMNS
+
+    return frame[[c for c in COLUMNS if c in frame]].to_csv(index=False).encode("utf-8")
+
+
+# ---- charts -------------------------------------------------------------------------------------
+SCATTER_BRUSH = "scatter_brush"
+RELIABILITY_BRUSH = "reliability_brush"
+DOMAIN_BRUSH = "domain_brush"
+
+
+def _short(text: pd.Series) -> pd.Series:
+    s = text.astype(str)
+    return s.where(s.str.len() <= TOOLTIP_CHARS, s.str.slice(0, TOOLTIP_CHARS - 1) + "…")
+
+
+def reliability_chart(bins: pd.DataFrame, *, height: int = 320):
+    """Reliability diagram: accuracy against mean confidence per bin (a point's area its count), the
+    diagonal of perfect calibration, and the bin counts as pale bars on a second axis (right); a
+    colour per model, its ECE in the legend. An x interval brush (`RELIABILITY_BRUSH`) over the
+    confidence. One layered chart, so that it stretches to its column."""
+    import altair as alt
+
+    data = bins.assign(legend=[f"{m} (ECE {e:.3f})" for m, e in zip(bins["model"], bins["ece"], strict=True)])
+    x = alt.X("confidence:Q", scale=alt.Scale(domain=[0.5, 1.0]), title="confidence max(p, 1 − p)")
+    y = alt.Y("accuracy:Q", scale=alt.Scale(domain=[0.0, 1.0]), title="accuracy")
+    colour = alt.Color("legend:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=300))
+    brush = alt.selection_interval(name=RELIABILITY_BRUSH, encodings=["x"])
+    tooltip = [alt.Tooltip("model:N"), alt.Tooltip("count:Q", title="sentences"),
+               alt.Tooltip("confidence:Q", format=".3f", title="mean confidence"),
+               alt.Tooltip("accuracy:Q", format=".3f"), alt.Tooltip("low:Q", format=".3f", title="bin from"),
+               alt.Tooltip("high:Q", format=".3f", title="bin to")]
+    base = alt.Chart(data)
+    counts = base.mark_bar(opacity=0.18).encode(
+        x=alt.X("low:Q", scale=alt.Scale(domain=[0.5, 1.0])), x2="high:Q",
+        y=alt.Y("count:Q", stack=None, scale=alt.Scale(zero=True), title="sentences per bin",
+                axis=alt.Axis(orient="right", grid=False)),
+        color=colour, tooltip=tooltip)
+    diagonal = alt.Chart(pd.DataFrame({"confidence": [0.5, 1.0], "accuracy": [0.5, 1.0]})).mark_line(
+        strokeDash=[4, 4], color="#888").encode(x=x, y=y)
+    line = base.mark_line(opacity=0.6).encode(x=x, y=y, color=colour)
+    points = base.mark_circle(opacity=0.9).encode(
+        x=x, y=y, color=colour, size=alt.Size("count:Q", legend=None, scale=alt.Scale(range=[20, 400])),
+        tooltip=tooltip,
+    ).add_params(brush)
+    return (alt.layer(counts, alt.layer(diagonal, line, points))
+            .resolve_scale(y="independent")
+            .properties(height=height, title="Reliability (clear sentences)"))
+
+
+def uncertainty_scatter(rows: pd.DataFrame, measure: str, *, height: int = 320):
+    """The reference model's `measure` (x) against the raters' std (y), a point per sentence coloured by
+    outcome; an interval brush (`SCATTER_BRUSH`) over both axes."""
+    import altair as alt
+
+    data = rows.loc[rows["raters_std"].notna(), ["sentence", "text", "corpus", measure, "raters_std", "outcome",
+                                                 "predicted", "human_mean"]]
+    data = data.assign(text=_short(data["text"]))
+    brush = alt.selection_interval(name=SCATTER_BRUSH)
+    domain = [o for o in OUTCOME_COLOURS if o in set(data["outcome"])] or list(OUTCOME_COLOURS)
+    return alt.Chart(data).mark_circle(size=18, opacity=0.55).encode(
+        x=alt.X(f"{measure}:Q", title=MEASURES[measure]),
+        y=alt.Y("raters_std:Q", title="raters' standard deviation"),
+        color=alt.Color("outcome:N", scale=alt.Scale(domain=domain, range=[OUTCOME_COLOURS[o] for o in domain]),
+                        legend=alt.Legend(orient="bottom")),
+        tooltip=[alt.Tooltip("text:N", title="sentence"), "corpus:N", "outcome:N", "predicted:N",
+                 alt.Tooltip(f"{measure}:Q", format=".4f"), alt.Tooltip("raters_std:Q", format=".2f"),
+                 alt.Tooltip("human_mean:Q", format=".2f", title="raters' mean")],
+    ).add_params(brush).properties(height=height, title="Uncertainty against human disagreement")
+
+
+def domain_chart(rows: pd.DataFrame, measure: str, *, height: int = 240):
+    """The reference model's `measure` per corpus (movies, the training domain, in blue; the rest
+    orange): a tick per sentence over a box plot; an x interval brush (`DOMAIN_BRUSH`)."""
+    import altair as alt
+
+    data = rows.loc[rows["corpus"].notna(), ["sentence", "text", "corpus", measure, "outcome"]]
+    data = data.assign(text=_short(data["text"]))
+    order = [c for c in CORPORA if c in set(data["corpus"])]
+    x = alt.X(f"{measure}:Q", title=MEASURES[measure])
+    y = alt.Y("corpus:N", sort=order, title=None)
+    colour = alt.Color("corpus:N", scale=alt.Scale(domain=order, range=[DOMAIN_COLOURS[c] for c in order]),
+                       legend=None)
+    brush = alt.selection_interval(name=DOMAIN_BRUSH, encodings=["x"])
+    ticks = alt.Chart(data).mark_tick(opacity=0.35, thickness=1).encode(
+        x=x, y=y, color=colour, tooltip=[alt.Tooltip("text:N", title="sentence"), "corpus:N", "outcome:N",
+                                         alt.Tooltip(f"{measure}:Q", format=".4f")],
+    ).add_params(brush)
+    box = alt.Chart(data).mark_boxplot(extent="min-max", opacity=0.5, size=14, ticks=False).encode(
+        x=x, y=y, color=colour)
+    return alt.layer(ticks, box).properties(height=height, title="Uncertainty by corpus")
+
+
+def paired_chart(pairs: pd.DataFrame, a: str, b: str, measure: str, *, height: int = 300):
+    """Model `a`'s `measure` (x) against `b`'s (y), a point per sentence, the sentences where their
+    labels differ in red; above the diagonal `b` is the more uncertain."""
+    import altair as alt
+
+    data = pairs[["text", f"{measure}_a", f"{measure}_b", "predicted_a", "predicted_b", "disagree"]]
+    data = data.assign(text=_short(data["text"]), agreement=np.where(data["disagree"], "labels differ",
+                                                                     "same label"))
+    top = float(max(data[f"{measure}_a"].max(), data[f"{measure}_b"].max(), 1e-6)) if len(data) else 1.0
+    diagonal = alt.Chart(pd.DataFrame({"x": [0.0, top], "y": [0.0, top]})).mark_line(
+        strokeDash=[4, 4], color="#888").encode(x="x:Q", y="y:Q")
+    points = alt.Chart(data).mark_circle(size=18).encode(
+        x=alt.X(f"{measure}_a:Q", title=f"{a}: {MEASURES[measure]}"),
+        y=alt.Y(f"{measure}_b:Q", title=f"{b}: {MEASURES[measure]}"),
+        color=alt.Color("agreement:N", scale=alt.Scale(domain=["same label", "labels differ"],
+                                                       range=["#b0b0b0", "#e45756"]),
+                        legend=alt.Legend(orient="bottom", title=None)),
+        opacity=alt.condition("datum.disagree", alt.value(0.9), alt.value(0.35)),
+        tooltip=[alt.Tooltip("text:N", title="sentence"), alt.Tooltip("predicted_a:N", title=a),
+                 alt.Tooltip("predicted_b:N", title=b), alt.Tooltip(f"{measure}_a:Q", format=".4f", title=f"{a}"),
+                 alt.Tooltip(f"{measure}_b:Q", format=".4f", title=f"{b}")],
+    )
+    return alt.layer(diagonal, points).properties(height=height, title=f"{a} against {b}")

@@ -1,0 +1,318 @@
+"""The one object that stands between the library and the pages: what `explain()` returns.
+
+Every chart in the app is a pure function of an `ExplainResult`; nothing here imports Streamlit.
+Shapes: S samples, L layers, H heads, T tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import ClassVar
+
+import numpy as np
+import torch
+
+from bam_viz import families
+from bam_viz.core import metrics
+
+
+@dataclass(frozen=True)
+class MonteCarloErrors:
+    """Standard errors of the Monte Carlo estimates in an `ExplainResult`, over its S attention samples
+    (the estimators are defined in `bam_viz.inference.gaps` and docs/design.md, "The gap").
+
+    `p_positive`: E[f(z)], the mean of S values f(z_s)[positive]: sample sd / sqrt(S).
+    `gap`: E[f(z)] - f(E[w]), Deng et al.'s gap. f(E[w]) is a function of the same S samples, so
+    the SE is the delta method's, from each sample's slope of f(E[w]) (`metrics.delta_gap_se`).
+    `gap_softmax`: E[f(z)] - f(softmax). f(softmax) is one deterministic pass, so the gap is the
+    mean of the paired differences d_s = f(z_s) - f(softmax) and its SE is sd(d_s) / sqrt(S).
+    `mutual_information`: the jackknife SE of the bias-corrected estimate
+    (`metrics.mutual_information_jackknife`).
+
+    None means "not estimable": a spread needs two samples of a stochastic model (three for the
+    mutual information, whose one-sample replicates always have MI 0). 0 means exact: a
+    deterministic model (no Monte Carlo at all) or S identical samples. Never NaN.
+    """
+    ESTIMATORS: ClassVar[dict[str, str]] = {
+        "p_positive": "sample sd of the S per-sample P(positive) / √S",
+        "gap": "delta method: sd of the S differences f(z_s) − ∇f(E[w])·(w_s − E[w]) / √S",
+        "gap_softmax": "sd of the S paired differences f(z_s) − f(softmax) / √S",
+        "mutual_information": "jackknife, leaving out one attention sample at a time",
+    }
+
+    p_positive: float | None
+    gap: float | None
+    gap_softmax: float | None
+    mutual_information: float | None
+    n_samples: int
+    estimator: str = "; ".join(f"{k}: {v}" for k, v in ESTIMATORS.items())
+
+
+def monte_carlo_errors(samples: np.ndarray, softmax_p: float, slopes: np.ndarray | None, positive: int,
+                       stochastic: bool) -> MonteCarloErrors:
+    """`MonteCarloErrors` of S per-sample predictive distributions `samples` (S, C), with f(softmax)'s
+    P(positive) `softmax_p` and f(E[w])'s slopes (S, C) (`ExplainResult.mean_attention_slopes`; None
+    where f(E[w]) is the deterministic pass: then both gaps are one); `stochastic` False for a model
+    with no random layer (every error 0)."""
+    samples = np.asarray(samples, dtype=np.float64)
+    S = samples.shape[0]
+    if not stochastic or (S >= 2 and (samples == samples[0]).all()):
+        return MonteCarloErrors(0.0, 0.0, 0.0, 0.0, S)
+    if S < 2:
+        return MonteCarloErrors(None, None, None, None, S)
+    p = samples[:, positive]                                                     # (S,)
+    paired = float((p - softmax_p).std(ddof=1) / np.sqrt(S))
+    deng = paired if slopes is None else metrics.delta_gap_se(p, np.asarray(slopes)[:, positive])
+    mi = float(metrics.mutual_information_jackknife(samples[None])[1][0]) if S >= 3 else None
+    return MonteCarloErrors(p_positive=float(p.std(ddof=1) / np.sqrt(S)), gap=deng, gap_softmax=paired,
+                            mutual_information=mi, n_samples=S)
+
+
+@dataclass
+class ExplainResult:
+    text: str                          # the text actually encoded (after any truncation)
+    tokens: list[str]                  # WordPiece tokens, [CLS] first and [SEP] last
+    classes: list[str]                 # ["negative", "positive"]
+    model_name: str
+    family: str                        # attention family of the stochastic layers
+    stochastic_layers: list[int]       # layers whose attention is random (the rest repeat over S)
+    hyper: dict[str, float]            # hyperparameters in effect (trained values unless overridden)
+    n_samples: int
+    seed: int
+    truncated: bool                    # True when the input was cut to the model's maximum length
+    sample_weights: torch.Tensor       # (S, L, H, T, T) sampled attention weights w_s
+    # (L, H, T, T) softmax(psi) in the deterministic pass: the mean of the unnormalised scores S_ij,
+    # not of the weights (see `posterior_mean_weights`)
+    softmax_weights: torch.Tensor
+    # (L, H, T, T) pi, the prior's normalised mean scores (softmax of the prior logits); softmax_weights
+    # where there is no prior. The mean of its normalised draws for a Gamma (common rate) or Dirichlet
+    # prior; for a Lognormal prior that mean differs (`prior_draws` are what to average).
+    prior_weights: torch.Tensor
+    kl: torch.Tensor                   # (L, H) KL(q || prior), summed over queries and keys
+    sample_probs: torch.Tensor         # (S, C) predictive probabilities f(z_s), one row per attention sample
+    mc_probs: torch.Tensor             # (C,) E[f(z)]: mean of sample_probs
+    softmax_probs: torch.Tensor        # (C,) f(softmax): the deterministic pass
+    mean_attention_probs: torch.Tensor  # (C,) f(E[w]): every stochastic layer at posterior_mean_weights
+    # (S, L, H, T, T) attention drawn from the prior. Give either the tensor or `prior_sampler`,
+    # a function (layer, head) -> (S, T, T) that draws one head on demand (explain() does): then
+    # `prior_draws` draws only the heads a chart shows, and this attribute is assembled from every
+    # head the first time it is read.
+    prior_sample_weights: torch.Tensor | None = field(default_factory=lambda: None)
+    prior_sampler: Callable[[int, int], torch.Tensor] | None = field(default=None, repr=False, compare=False)
+    # (S, C) float64 grad f_c(E[w]) . (w_s - E[w]): how f(E[w]) moves with each sample, to first
+    # order, for the gap's SE (`bam_viz.inference.gaps`); None where f(E[w]) is the deterministic pass (no
+    # attention is drawn) or S < 2.
+    mean_attention_slopes: torch.Tensor | None = None
+    # Parameters of the unnormalised posterior q(S_ij) and of the prior p(S_ij), per layer, each
+    # (L, H, T, T) (prior ones broadcast over queries). Keys by family:
+    #   weibull:   posterior {"shape_k", "scale"}, prior {"alpha", "beta"} (Gamma concentration, rate)
+    #   lognormal: posterior {"loc", "sigma"},     prior {"loc", "sigma"}
+    #   dirichlet: posterior {"concentration"},    prior {"concentration"}  (marginals are Beta)
+    #   categorical / softmax: empty dicts
+    posterior_params: dict[str, torch.Tensor] = field(default_factory=dict)
+    prior_params: dict[str, torch.Tensor] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # plain-language notices (truncation, clipping)
+
+    def __post_init__(self):
+        if self.prior_sample_weights is None:
+            if self.prior_sampler is None:
+                raise ValueError("give prior_sample_weights or a prior_sampler")
+            del self.prior_sample_weights             # drawn on first read (__getattr__)
+        self._prior_heads: dict[tuple[int, int], torch.Tensor] = {}
+
+    def __getattr__(self, name):
+        # Only reached for attributes not set: the prior draws of a result made with a sampler.
+        if name == "prior_sample_weights" and self.__dict__.get("prior_sampler") is not None:
+            L, H = self.kl.shape
+            full = torch.stack([torch.stack([self.prior_draws(layer, h) for h in range(H)], 1)
+                                for layer in range(L)], 1)                     # (S, L, H, T, T)
+            self.__dict__["prior_sample_weights"] = full
+            return full
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def prior_draws(self, layer: int, head: int) -> torch.Tensor:
+        """(S, T, T) attention drawn from the prior in one layer and head (what the charts read)."""
+        if "prior_sample_weights" in self.__dict__:
+            return self.prior_sample_weights[:, layer, head]
+        key = (layer, head)
+        if key not in self._prior_heads:
+            self._prior_heads[key] = self.prior_sampler(layer, head)
+        return self._prior_heads[key]
+
+    def prior_mean_weights(self, layer: int, head: int) -> torch.Tensor:
+        """(T, T) the Monte Carlo mean of the prior's normalised draws in one layer and head (what the
+        prior's bars show); `prior_weights` is its pi."""
+        return self.prior_draws(layer, head).double().mean(0).float()
+
+    # ---- summaries of the predictive distribution ------------------------------------------------
+    @property
+    def positive_index(self) -> int:
+        return self.classes.index("positive") if "positive" in self.classes else len(self.classes) - 1
+
+    def _samples(self) -> np.ndarray:
+        return self.sample_probs.detach().cpu().double().numpy()[None]          # (1, S, C)
+
+    @property
+    def predictive_entropy(self) -> float:
+        """H[E_z p(y|x,z)]: total uncertainty of the Monte Carlo predictive."""
+        return float(metrics.predictive_entropy(self._samples())[0])
+
+    @property
+    def expected_entropy(self) -> float:
+        """E_z H[p(y|x,z)]: the aleatoric part (Depeweg et al. 2018, eq. 5)."""
+        return float(metrics.expected_entropy(self._samples())[0])
+
+    @cached_property
+    def _mutual_information(self) -> tuple[float, float]:
+        est, se = metrics.mutual_information_jackknife(self._samples())
+        return float(est[0]), float(se[0])
+
+    @property
+    def mutual_information(self) -> float:
+        """I[y; z | x], the epistemic part (total - expected entropy), estimated from the S samples
+        with the jackknife's bias correction (`metrics.mutual_information_jackknife`): the plug-in
+        H[mean p] - mean H[p] is biased low. Unclipped, so it can dip below 0 where the MI is ~0."""
+        return self._mutual_information[0]
+
+    @cached_property
+    def mutual_information_interval(self) -> tuple[float, float] | None:
+        """The interval the page shows around `mutual_information`: estimate x exp(-/+ 2 SE of its
+        log), `metrics.mutual_information_interval`; (0, 0) where exact, None where S < 3."""
+        if not self.stochastic_layers:
+            return (0.0, 0.0)
+        lo, hi = metrics.mutual_information_interval(self._samples())[0]
+        return None if not (np.isfinite(lo) and np.isfinite(hi)) else (float(lo), float(hi))
+
+    @property
+    def mutual_information_plugin(self) -> float:
+        """The plug-in estimate H[mean_s p_s] - mean_s H[p_s] (>= 0, biased low at small S)."""
+        return float(metrics.mutual_information(self._samples())[0])
+
+    @property
+    def gap(self) -> float:
+        """E[f(z)] - f(E[w]) for P(positive): Deng et al.'s gap, with E[w] the Monte Carlo mean of
+        each stochastic layer's weights (`bam_viz.inference.gaps`); the explorer's headline."""
+        i = self.positive_index
+        return float(self.mc_probs[i] - self.mean_attention_probs[i])
+
+    @property
+    def gap_softmax(self) -> float:
+        """E[f(z)] - f(softmax) for P(positive): against the deterministic pass a BAM model predicts with."""
+        i = self.positive_index
+        return float(self.mc_probs[i] - self.softmax_probs[i])
+
+    @cached_property
+    def se(self) -> MonteCarloErrors:
+        """Standard errors of E[f(z)], both gaps and the mutual information (see `MonteCarloErrors`).
+
+        Cached: results are read-only."""
+        slopes = None if self.mean_attention_slopes is None else self.mean_attention_slopes.double().numpy()
+        return monte_carlo_errors(self.sample_probs.detach().cpu().double().numpy(),
+                                  float(self.softmax_probs[self.positive_index]), slopes, self.positive_index,
+                                  bool(self.stochastic_layers))
+
+    @property
+    def gap_distinguishable(self) -> bool | None:
+        """|gap| > 2 SE: the gap's sign is not Monte Carlo noise.
+
+        None where the SE is not estimable (one sample of a stochastic model). For an exact gap
+        (SE 0) it is whether the gap is nonzero at all."""
+        se = self.se.gap
+        return None if se is None else abs(self.gap) > 2 * se
+
+    @cached_property
+    def posterior_mean_weights(self) -> torch.Tensor:
+        """(L, H, T, T) E[w]: the Monte Carlo mean of the S sampled normalised weights, what f(E[w])
+        is evaluated at. For Weibull and Lognormal scores it is not softmax(psi) (`softmax_weights`):
+        normalising pulls it towards uniform, the more the smaller k or the larger sigma."""
+        return self.sample_weights.double().mean(0).float()
+
+    @cached_property
+    def posterior_mean_se(self) -> torch.Tensor:
+        """(L, H, T, T) the Monte Carlo standard error of each cell of `posterior_mean_weights`,
+        sample sd / sqrt(S); 0 in deterministic layers, NaN in a stochastic one drawn once."""
+        w = self.sample_weights.double()
+        S = w.shape[0]
+        if S < 2:
+            out = torch.zeros(w.shape[1:], dtype=torch.float64)
+            out[self.stochastic_layers] = float("nan")
+            return out.float()
+        return (w.std(0, correction=1) / S**0.5).float()
+
+    @cached_property
+    def spread(self) -> torch.Tensor:
+        """(L, H) mean over queries and keys of the standard deviation of sampled weights.
+
+        Cached: a std over every sampled weight that the heatmap and its caption both read on each
+        rerun; results are read-only, so it cannot go stale."""
+        w = self.sample_weights
+        if w.shape[0] < 2:
+            return torch.zeros(self.kl.shape)
+        # The two-pass formula, written out: torch's std(0) takes ~7x longer on this shape.
+        var = (w - w.mean(0)).square_().sum(0) / (w.shape[0] - 1)
+        return var.sqrt_().mean((-1, -2))
+
+    def key_densities(self, layer: int, head: int, query: int, key: int, n_points: int = 200):
+        """Densities of log10 S_ij under q and under the prior, for one query and key.
+
+        On a log axis because the two can sit decades apart: a Gamma prior with small alpha puts
+        most of its mass far below the posterior's, and on a linear axis one curve would be a
+        spike and the other invisible. With u = log10 s the density is p_U(u) = p_S(s) s ln 10.
+        For Dirichlet the variable is the weight itself, whose marginal is Beta(a_j, a_0 - a_j).
+
+        Returns a dict with `x` (log10 values), `posterior`, `prior` (densities of x, numpy) and
+        `label`, or None where there is no continuous density (softmax, categorical, or a
+        deterministic layer).
+        """
+        family = families.get(self.family)
+        if not self.posterior_params or layer not in self.stochastic_layers or not family.has_density:
+            return None
+        q, p = family.key_marginals(
+            {k: v[layer, head, query] for k, v in self.posterior_params.items()},
+            {k: v[layer, head, query] for k, v in self.prior_params.items()},
+            key,
+        )
+        q_lo, q_hi = log10_range(q)
+        p_lo, p_hi = log10_range(p)
+        if not (np.isfinite(q_lo) and np.isfinite(q_hi)) or q_hi <= q_lo:
+            q_lo, q_hi = -3.0, 0.0
+        # The prior may reach hundreds of decades lower: show at most 8 decades below q.
+        lo = min(q_lo, max(p_lo if np.isfinite(p_lo) else -np.inf, q_lo - 8.0)) - 0.1
+        hi = max(q_hi, min(p_hi if np.isfinite(p_hi) else q_hi, q_hi + 8.0)) + 0.1
+        x = np.linspace(lo, hi, n_points)
+        return {
+            "x": x,
+            "posterior": log10_density(q, x),
+            "prior": log10_density(p, x),
+            "label": f"log10 {family.density_variable}",
+        }
+
+
+def log10_range(d) -> tuple[float, float]:
+    """log10 of the 0.1% and 99.9% quantiles of a frozen SciPy distribution on (0, inf); NaNs
+    where SciPy cannot say (extreme parameters)."""
+    import warnings
+
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            return tuple(float(v) for v in np.log10(d.ppf([0.001, 0.999]).astype(float)))
+        except (OverflowError, ValueError, FloatingPointError):
+            return (float("nan"), float("nan"))
+
+
+def log10_density(d, x: np.ndarray) -> np.ndarray:
+    """Density of u = log10 s at `x` for a frozen SciPy distribution of s: p_U(u) = p_S(s) s ln 10.
+    Zeros where it overflows, never NaN."""
+    import warnings
+
+    s = 10.0 ** np.asarray(x, dtype=float)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            out = np.exp(d.logpdf(s) + np.log(s) + np.log(np.log(10.0)))
+        except (OverflowError, ValueError, FloatingPointError):
+            return np.zeros_like(s)
+    return np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0)

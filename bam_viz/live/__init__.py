@@ -1,0 +1,16 @@
+"""The explorer's slider grid: every slider value's charts made ahead of the user.
+
+`grid` holds `LiveGrid` (one sentence's grid), `frames` makes each value's frame in a worker
+process, `scheduler` orders the frames of every session on the server, `wire` packs them for the
+browser. `from bam_viz.live import LiveGrid` keeps working; the grid module loads on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+
+def __getattr__(name: str):
+    if name == "LiveGrid":
+        return importlib.import_module("bam_viz.live.grid").LiveGrid
+    raise AttributeError(f"module 'bam_viz.live' has no attribute {name!r}")

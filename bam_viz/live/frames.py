@@ -1,0 +1,303 @@
+"""One frame of a live grid (the sentence at one slider value, reduced to what the page draws), and
+the worker process that makes the background ones.
+
+A frame is one `explain()` call reduced by `make_frame`. The explorer makes the frame a user waits
+for in the server, and the other values of the slider in the background (`bam_viz.live.grid`). Made by
+threads of the server, those background frames shared its GIL with every request: under a class of
+twenty, a press waited for a core and for the GIL behind some other student's sweep. With
+$BAM_VIZ_FRAME_WORKER=process, `FrameWorker` makes them in a process of its own instead, started
+once at the lowest CPU priority (nice 19): its own GIL, and a priority the kernel can honour, so a
+request being answered always runs first. It costs memory (its runtime, its own working memory and
+cache: the soak's peak rose from 2.4 to 3.1 GB) and, on a machine never idle, the sweeps may wait
+long; so threads stay the default (docs/performance.md).
+
+The server sends each model to the worker once, its weights as shared memory (the server's own pages,
+mapped, not copied: `FrameScheduler.prepare` moves them there when the model is loaded), and the
+worker answers jobs on `WORKER_THREADS` threads (torch releases the GIL in its kernels). It exits
+when the server does (it watches its parent). A job whose worker died fails with `WorkerGone`, and
+the next job starts a new worker; a model without an origin (built in code, not loaded from the
+zoo, so of classes the worker may not be able to import) is never sent.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+import os
+import queue
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+MAP_SAMPLES = 3                 # sampled maps drawn beside the mean, softmax and std maps: two rows of three
+# The headline's numbers per frame (`bam_viz.inference.gaps` defines them): E[f(z)] and its SE; f(E[w]) and
+# Deng's gap with its jackknife SE; f(softmax) and the gap against it with its paired SE; the
+# bias-corrected mutual information, its SE and the interval shown; the expected entropy.
+STATS = ("p_mc", "p_se", "p_mean_attention", "gap", "gap_se", "p_softmax", "gap_softmax", "gap_softmax_se",
+         "mi", "mi_se", "mi_lo", "mi_hi", "expected_entropy")
+# Per frame and stochastic layer: the Monte Carlo mean of the sampled weights, their std, 5% and 95%
+# quantiles, then MAP_SAMPLES sampled maps. The softmax map (the deterministic pass) is per grid.
+MAP_KINDS = ("mean", "std", "q05", "q95")
+WORKER_NICE = 19                # the worker's niceness: any request of the server's runs before it
+WORKER_THREADS = 2              # frames made at once in the worker: this machine's cores
+WORKER_WORK_MB = 192            # the worker's own working-memory budget ($BAM_VIZ_WORK_MB there)
+WORKER_CACHE_MB = 32            # and cache ($BAM_VIZ_CACHE_MB there): a frame reuses only its sentence's
+                                # lower layers, and what the page reads again is kept by the server
+START_TIMEOUT_S = 120.0         # importing torch and loading a model in a fresh process
+FRAME_TIMEOUT_S = 300.0         # a frame not answered by then is made in the server instead
+
+
+@dataclass(frozen=True)
+class Frame:
+    """The sentence at one posterior value: what does not depend on the selected head or query."""
+
+    stats: np.ndarray               # (len(STATS),) NaN where an error is not estimable
+    p_samples: np.ndarray           # (S,) P(positive) of each attention sample
+    spread: np.ndarray              # (L, H)
+    kl: np.ndarray                  # (B, L, H) KL(q || prior) at every prior value, nats
+    maps: dict                      # stochastic layer -> (H, 4 + MAP_SAMPLES', W, W) float16, MAP_KINDS then samples
+
+
+@dataclass(frozen=True)
+class FrameParts:
+    """A frame before its KL table (which the grid adds from its deterministic pass), and, when asked
+    for, the softmax weights of the deterministic pass and the prior's pi (L, H, T, T): the same at
+    every slider value."""
+
+    stats: np.ndarray
+    p_samples: np.ndarray
+    spread: np.ndarray
+    maps: dict
+    softmax_weights: torch.Tensor | None = None
+    prior_weights: torch.Tensor | None = None
+
+
+def quantiles(w: torch.Tensor, qs: tuple[float, ...]) -> torch.Tensor:
+    """torch.quantile over dimension 0 (linear interpolation), from one sort: (len(qs), *w.shape[1:]).
+    torch.quantile (and torch's sort over 32 samples) took a fifth of a frame's time; NumPy's sort
+    along the first axis takes a tenth of that."""
+    s = torch.from_numpy(np.sort(w.numpy(), axis=0))
+    n = s.shape[0]
+    out = []
+    for q in qs:
+        pos = q * (n - 1)
+        lo = math.floor(pos)
+        hi = min(lo + 1, n - 1)
+        out.append(s[lo] + (pos - lo) * (s[hi] - s[lo]))
+    return torch.stack(out)
+
+
+def _nan(x: float | None) -> float:
+    return float("nan") if x is None else float(x)
+
+
+def make_frame(model, text: str, n_samples: int, seed: int, hyper: dict, window: list[int],
+               weights: bool = False) -> FrameParts:
+    """`explain()` at `hyper`, reduced to a frame: the headline's estimates and Monte Carlo errors,
+    each sample's P(positive), the spread, and every stochastic head's mean, std, 5% and 95% maps
+    and MAP_SAMPLES sampled maps in the token `window`."""
+    r = model.explain(text, n_samples=n_samples, seed=seed, cache=False, **hyper)
+    pos, se = r.positive_index, r.se
+    mi_lo, mi_hi = r.mutual_information_interval or (None, None)
+    stats = np.array([float(r.mc_probs[pos]), _nan(se.p_positive), float(r.mean_attention_probs[pos]), r.gap,
+                      _nan(se.gap), float(r.softmax_probs[pos]), r.gap_softmax, _nan(se.gap_softmax),
+                      r.mutual_information, _nan(se.mutual_information), _nan(mi_lo), _nan(mi_hi),
+                      r.expected_entropy])
+    idx = torch.tensor(window)
+    maps = {}
+    for layer in r.stochastic_layers:
+        w = r.sample_weights[:, layer][:, :, idx][:, :, :, idx]                    # (S, H, W, W)
+        S = w.shape[0]
+        # NumPy: torch's std over a strided first dimension is slow; one copy serves the mean and std.
+        drawn = w.numpy()
+        mean = torch.from_numpy(drawn.mean(0, dtype=np.float64)).float()           # (H, W, W) E[w] in the window
+        std = torch.from_numpy(drawn.std(0, ddof=1)) if S > 1 else torch.zeros_like(w[0])
+        q = quantiles(w, (0.05, 0.95))
+        parts = [mean, std, q[0], q[1], *w[:MAP_SAMPLES]]
+        maps[layer] = torch.stack(parts, 1).half().numpy()                        # (H, K, W, W)
+    return FrameParts(stats=stats, p_samples=r.sample_probs[:, pos].double().numpy(),
+                      spread=r.spread.double().numpy(), maps=maps,
+                      softmax_weights=r.softmax_weights.clone() if weights else None,
+                      prior_weights=r.prior_weights.clone() if weights else None)
+
+
+# ---- the worker process ---------------------------------------------------------------------------
+class WorkerGone(RuntimeError):
+    """The worker process could not start, or ended (killed, out of memory) before answering a job."""
+
+
+def _watch_parent(parent: int) -> None:
+    while True:
+        if os.getppid() != parent:          # the server is gone: nobody will read what we make
+            os._exit(0)
+        time.sleep(1.0)
+
+
+def serve(address: str, parent: int, threads: int = WORKER_THREADS, nice: int = WORKER_NICE) -> None:
+    """The worker's main (run by `FrameWorker`, with the server's process key on stdin): nice first
+    (threads made after inherit it on Linux), then `threads` loops answering jobs (job id, model key,
+    text, S, seed, hyper, window, weights) with (job id, parts or None, error or None). A model comes
+    before its first job, as ("model", key, model): its tensors arrive as shared memory, the server's
+    own pages, not a copy."""
+    import multiprocessing
+    import sys
+    from multiprocessing.connection import Client
+
+    import torch.multiprocessing  # noqa: F401  (registers the reductions that receive tensors as shared memory)
+
+    from bam_viz.core.device import tune_allocator
+
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, nice)
+    except (AttributeError, OSError):
+        pass
+    torch.set_num_threads(1)
+    tune_allocator()
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    # The server's key: the connection's, and the one its tensors' file descriptors are fetched with.
+    multiprocessing.current_process().authkey = bytes.fromhex(sys.stdin.readline().strip())
+    conn = Client(address, authkey=multiprocessing.current_process().authkey)
+    models, send_lock, jobs = {}, threading.Lock(), queue.Queue()
+
+    def loop():
+        while True:
+            job = jobs.get()
+            job_id, key, text, n_samples, seed, hyper, window, weights = job
+            try:
+                answer = (job_id, make_frame(models[key], text, n_samples, seed, hyper, window, weights), None)
+            except Exception as e:          # one frame's failure is the server's to report
+                answer = (job_id, None, f"{type(e).__name__}: {e}")
+            with send_lock:
+                conn.send(answer)
+
+    for _ in range(threads):
+        threading.Thread(target=loop, daemon=True).start()
+    try:
+        while True:
+            message = conn.recv()
+            if message[0] == "model":       # before any job that needs it: the queue keeps the order
+                models[message[1]] = message[2].eval()
+            else:
+                jobs.put(message)
+    except (EOFError, OSError):             # the server closed the connection
+        os._exit(0)
+
+
+class FrameWorker:
+    """The server's handle on the worker process: `submit` a frame, get a `Future` of its parts.
+    Thread-safe. The worker is a fresh interpreter running `serve` (never a fork, which the
+    server's threads and torch's pools do not survive, nor multiprocessing's spawn, which would
+    import the server's main script again), started on the first job and again after it died. It
+    talks to the server over one authenticated local connection."""
+
+    def __init__(self, threads: int = WORKER_THREADS, nice: int = WORKER_NICE, work_mb: int = WORKER_WORK_MB):
+        self.threads, self.nice, self.work_mb = threads, nice, work_mb
+        self._lock = threading.Lock()
+        self._proc = self._conn = None
+        self._sent: set = set()                  # the models the current process holds
+        self._pending: dict[int, tuple] = {}     # job id -> (the process it went to, its Future)
+        self._ids = itertools.count()
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
+
+    def _start(self) -> None:
+        """Under the lock: a fresh process, its connection, and the thread that reads its answers."""
+        import multiprocessing
+        import subprocess
+        import sys
+        from multiprocessing.connection import Listener
+
+        import torch.multiprocessing  # noqa: F401  (registers the reductions that send tensors as shared memory)
+
+        from bam_viz.core.cache import BUDGET_ENV, WORK_ENV
+
+        # This process's own key: the worker needs it to fetch the file descriptors of shared tensors.
+        key = multiprocessing.current_process().authkey
+        with Listener(family="AF_UNIX", authkey=key) as listener:
+            # Budgets of its own: its explain()s are not the server's.
+            env = {**os.environ, WORK_ENV: str(self.work_mb), BUDGET_ENV: str(WORKER_CACHE_MB)}
+            env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")])
+            # -c, not -m: the answers' classes must pickle as bam_viz.live.frames', not as a __main__ copy's.
+            main = (f"from bam_viz.live.frames import serve; serve({listener.address!r}, {os.getpid()}, "
+                    f"{self.threads}, {self.nice})")
+            proc = subprocess.Popen([sys.executable, "-c", main], stdin=subprocess.PIPE, env=env)
+            proc.stdin.write(bytes(key).hex().encode() + b"\n")
+            proc.stdin.close()
+            listener._listener._socket.settimeout(START_TIMEOUT_S)
+            try:
+                conn = listener.accept()
+            except OSError as e:
+                proc.kill()
+                raise WorkerGone(f"the frame worker did not connect: {e}") from e
+        self._proc, self._conn, self._sent = proc, conn, set()
+        threading.Thread(target=self._receive, args=(proc, conn), daemon=True, name="bam-viz-frames").start()
+
+    def submit(self, model, text: str, n_samples: int, seed: int, hyper: dict, window: list[int],
+               weights: bool = False) -> Future:
+        """Frame parts of `model` (a zoo model: one with an `origin`) for these arguments (see
+        `make_frame`), made in the worker; raises `WorkerGone` when no worker can be started. The
+        model goes to the worker once, its tensors as shared memory: the worker adds no copy of the
+        weights, only its own working memory."""
+        future: Future = Future()
+        key = tuple(model.origin)
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._start()
+            job_id = next(self._ids)
+            self._pending[job_id] = (self._proc, future)
+            try:
+                if key not in self._sent:
+                    self._conn.send(("model", key, model))
+                    self._sent.add(key)
+                self._conn.send((job_id, key, text, int(n_samples), int(seed),
+                                 {k: float(v) for k, v in hyper.items()}, [int(i) for i in window], weights))
+            except OSError as e:
+                self._pending.pop(job_id)
+                raise WorkerGone(f"the frame worker is gone: {e}") from e
+        return future
+
+    def _receive(self, proc, conn) -> None:
+        while True:
+            try:
+                job_id, parts, error = conn.recv()
+            except (EOFError, OSError):
+                break
+            except Exception:               # an answer that does not unpickle: its job times out in the grid
+                logging.getLogger(__name__).exception("bam-viz: an unreadable answer from the frame worker")
+                continue
+            with self._lock:
+                _, future = self._pending.pop(job_id, (None, None))
+            if future is None:
+                continue
+            if error is None:
+                future.set_result(parts)
+            else:
+                future.set_exception(RuntimeError(f"the frame worker failed: {error}"))
+        proc.wait()
+        with self._lock:
+            futures = [self._pending.pop(job)[1] for job, (p, _) in list(self._pending.items()) if p is proc]
+        if futures:
+            logging.getLogger(__name__).warning("bam-viz: the frame worker (pid %s) ended with %d frames unmade; "
+                                                "the next frame starts a new one", proc.pid, len(futures))
+        for future in futures:
+            future.set_exception(WorkerGone(f"the frame worker (pid {proc.pid}) ended"))
+
+    def close(self) -> None:
+        with self._lock:
+            proc, conn, self._proc, self._conn = self._proc, self._conn, None, None
+        if conn is not None:
+            conn.close()                        # the worker exits when its connection closes
+        if proc is not None:
+            try:
+                proc.wait(5)
+            except Exception:
+                proc.kill()
+                proc.wait(5)

@@ -1,0 +1,444 @@
+"""The live explorer's data: one sentence at every value of its sliders, reduced to what the page
+draws and packed as bytes, so that the browser moves the sliders without asking the server.
+
+A `LiveGrid` holds one sentence, model, S and seed at every value of the posterior's slider (for
+Weibull, `shape_k`: `POSTERIOR_PER_DECADE` values a decade) and of the prior-only slider (`beta`:
+`PRIOR_PER_DECADE` a decade). Each posterior value is one `explain()` call, so a frame is exactly what
+`explain()` gives at that value, reduced to a `Frame` (the headline's estimates and errors, the
+per-sample predictions, spread, every stochastic head's maps in the token window, and the KL at
+every prior value). Frames are made nearest to the current value first, in the background
+(`bam_viz.live.scheduler`), while the page already draws the ones made.
+
+What depends on the prior-only slider alone is cheap and made when the payload is packed: the
+prior's draws for the selected query, its density, and the KL, which is closed form in the
+deterministic pass. That pass does not read the hyperparameters (Mode.MEAN uses softmax(psi) in
+every layer, whatever k), so one pass serves every (posterior, prior) pair. The prior's bars here
+use that pass's prior, where `explain()` draws the prior of each sample's keys above the first
+stochastic layer (for the first, the two agree).
+
+`summary_payload` and `inside_payload` pack what the page's two chart components draw, in the
+format of `bam_viz.live.wire`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+import time
+
+import numpy as np
+import torch
+
+from bam_viz.core.inputs import check_n_samples, check_seed, check_text
+from bam_viz.core.labels import LABELS
+from bam_viz.families.sampling import masked_log_softmax
+from bam_viz.inference.explain import PriorDraws, lower_states
+from bam_viz.inference.result import log10_density, log10_range
+from bam_viz.live.frames import (
+    FRAME_TIMEOUT_S,
+    MAP_SAMPLES,
+    STATS,
+    Frame,
+    FrameParts,
+    WorkerGone,
+    make_frame,
+    quantiles,
+)
+from bam_viz.live.scheduler import (  # noqa: F401  (the app and the benchmarks reach them as live.*)
+    FRAME_WORKER_ENV,
+    FRAMES,
+    SERVER_NICE,
+    WORKERS,
+    lower_priority,
+    server_priority,
+    wait_idle,
+)
+from bam_viz.live.wire import FLOAT32_LIMIT, finite32, pack, unpack  # noqa: F401
+from bam_viz.nn.attention import Mode, Trace
+
+POSTERIOR_PER_DECADE = 12       # the posterior's log slider: ~21% steps (46 values for shape_k, with the trained 3)
+PRIOR_PER_DECADE = 4            # the prior-only log slider: ~78% steps (33 values for beta)
+LINEAR_POINTS = {"posterior": 61, "prior": 31}
+DENSITY_POINTS = 160
+# The maps panel's first maps (title, colour scale), then the sampled ones.
+MAP_PANELS = ((LABELS["posterior_mean"], "weight"), (LABELS["softmax_weights"], "weight"), (LABELS["std"], "std"))
+IDLE_S = 5.0                    # a grid nobody asked about for this long stops making frames
+
+
+def slider_values(spec, trained: float | None, side: str = "posterior") -> list[float]:
+    """The values a slider offers: a log (or linear) grid over the spec's range, plus the trained value."""
+    per_decade = POSTERIOR_PER_DECADE if side == "posterior" else PRIOR_PER_DECADE
+    values = spec.grid(per_decade, LINEAR_POINTS[side])
+    if trained is not None and spec.low <= trained <= spec.high:
+        values.append(float(trained))
+    return sorted(set(values))
+
+
+def nearest(values: list[float], value: float, log: bool) -> int:
+    """Index of the grid value nearest to `value` (in log distance on a log slider)."""
+    if log and value > 0:
+        return min(range(len(values)), key=lambda i: abs(math.log(values[i]) - math.log(value)))
+    return min(range(len(values)), key=lambda i: abs(values[i] - value))
+
+
+def nearest_first(n: int, start: int) -> list[int]:
+    """0..n-1 ordered by distance from `start`, right before left: start, start+1, start-1, ..."""
+    order = [start]
+    for d in range(1, n):
+        order += [i for i in (start + d, start - d) if 0 <= i < n]
+    return order
+
+
+class LiveGrid:
+    """One sentence at every slider value; frames are made on demand or by `start()` in the background.
+
+    `window`: the token indices the maps show (all tokens of a short sentence). Thread-safe: the
+    app's sessions share grids, and the workers fill them."""
+
+    def __init__(self, model, text: str, n_samples: int, seed: int, window: list[int] | None = None,
+                 **others: float):
+        check_text(text)
+        n_samples, seed = check_n_samples(n_samples), check_seed(seed)
+        self.model, self.text, self.n_samples, self.seed = model, text, n_samples, seed
+        self.others = tuple(sorted(others.items()))
+        family = model.attention_family
+        self.family = family
+        specs = model.slider_specs
+        posterior = [s for s in specs if not s.prior_only]
+        prior = [s for s in specs if s.prior_only]
+        if len(posterior) > 1 or len(prior) > 1:
+            raise ValueError(f"{family.name}: the live explorer draws one posterior and one prior slider, "
+                             f"not {[s.name for s in specs]}")
+        self.posterior_spec = posterior[0] if posterior else None
+        self.prior_spec = prior[0] if prior else None
+        trained = model.trained_hyper
+        self.base = model.hyper(**{k: v for k, v in others.items()
+                                   if k not in {s.name for s in specs}})
+        self.values = (slider_values(self.posterior_spec, trained.get(self.posterior_spec.name))
+                       if self.posterior_spec else [None])
+        self.prior_values = (slider_values(self.prior_spec, trained.get(self.prior_spec.name), "prior")
+                             if self.prior_spec else [None])
+        lower = lower_states(model, text)
+        self.tokens, self.T = lower.tokens, len(lower.tokens)
+        self.window = list(range(self.T)) if window is None else [int(i) for i in window]
+        self.frames: list[Frame | None] = [None] * len(self.values)
+        self._lock = threading.Lock()
+        self._making: set[int] = set()
+        self._memo: dict[str, dict] = {}
+        self.touched = time.monotonic()
+        self.started = False
+        self._softmax_pass(lower)
+        # From the first frame made: the deterministic pass's softmax weights and the prior's pi,
+        # (L, H, T, T) each, which no hyperparameter moves. Not the whole explain() result: its S
+        # sampled maps of every layer and head would stay alive with the grid.
+        self.softmax_weights: torch.Tensor | None = None
+        self.prior_weights: torch.Tensor | None = None
+
+    # ---- the one deterministic pass --------------------------------------------------------------
+    @torch.inference_mode()
+    def _softmax_pass(self, lower) -> None:
+        model = self.model
+        _, traces, _ = model.upper(lower.x, lower.mask, mode=Mode.MEAN, hyper=self.base, trace=Trace.STATS)
+        first = len(lower.traces)
+        self.stochastic_layers = [i for i in model.config.stochastic_layers] if model.stochastic else []
+        self.scored = [i for i in range(first, first + len(traces))
+                       if i in self.stochastic_layers and self.family.stochastic]
+        # log softmax(psi) and log pi of every stochastic layer: (Ls, H, T, T) and (Ls, H, 1, T)
+        rows = {i: traces[i - first] for i in self.scored}
+        if self.scored:
+            self.log_p = torch.stack([masked_log_softmax(rows[i].scores[0], None) for i in self.scored])
+            pi = torch.stack([rows[i].prior_weights[0, :, :1, :] for i in self.scored])
+            self.log_pi = pi.clamp_min(torch.finfo(pi.dtype).tiny).log()
+
+    def hyper_at(self, i: int, j: int | None = None):
+        """The hyperparameters of posterior value i and prior value j (the base's where None)."""
+        over = {}
+        if self.posterior_spec is not None:
+            over[self.posterior_spec.name] = self.values[i]
+        if self.prior_spec is not None and j is not None:
+            over[self.prior_spec.name] = self.prior_values[j]
+        return self.base.replace(**over)
+
+    def kl_table(self, i: int) -> np.ndarray:
+        """(B, L, H) KL(q || prior) summed over queries and keys, at posterior value i and every
+        prior value; zeros in layers without a learned prior's KL."""
+        L, H = self.model.n_layers, self.model.n_heads
+        out = np.zeros((len(self.prior_values), L, H))
+        if not self.scored or not self.family.learned_prior:
+            return out
+        valid = torch.ones_like(self.log_p, dtype=torch.bool)
+        hypers = [self.hyper_at(i, j) for j in range(len(self.prior_values))]
+        with torch.inference_mode():
+            sums = self.family.kl_sums(self.log_p, self.log_pi, valid, hypers)            # (B, Ls, H)
+        out[:, self.scored] = sums.cpu().numpy()
+        return out
+
+    # ---- frames ----------------------------------------------------------------------------------
+    def frame(self, i: int) -> Frame:
+        """Frame i, made now (in this thread) if no worker has made it."""
+        hit = self.frames[i]
+        if hit is not None:
+            return hit
+        return self._store(i, make_frame(self.model, self.text, self.n_samples, self.seed, dict(self.hyper_at(i, None)),
+                                         self.window, weights=self.softmax_weights is None))
+
+    def _store(self, i: int, parts: FrameParts) -> Frame:
+        made = Frame(stats=parts.stats, p_samples=parts.p_samples, spread=parts.spread, kl=self.kl_table(i),
+                     maps=parts.maps)
+        with self._lock:
+            if self.softmax_weights is None and parts.softmax_weights is not None:
+                self.softmax_weights, self.prior_weights = parts.softmax_weights, parts.prior_weights
+            self.frames[i] = made
+        return made
+
+    def _make_background(self, i: int) -> None:
+        """Frame i for the scheduler: in the worker process when there is one and the model can be
+        loaded there (a zoo model), else here."""
+        worker, origin = FRAMES.worker, getattr(self.model, "origin", None)
+        if worker is None or origin is None:
+            self.frame(i)
+            return
+        try:
+            parts = worker.submit(self.model, self.text, self.n_samples, self.seed, dict(self.hyper_at(i, None)),
+                                  self.window, weights=self.softmax_weights is None).result(FRAME_TIMEOUT_S)
+        except (WorkerGone, TimeoutError):  # killed, out of memory, stuck: made here; the next job starts a new one
+            self.frame(i)
+            return
+        self._store(i, parts)
+
+    def _work(self, i: int) -> None:
+        with self._lock:
+            if self.frames[i] is not None or i in self._making:
+                return
+            if self.abandoned():                                # a new sentence came
+                return
+            self._making.add(i)
+        try:
+            self._make_background(i)
+        finally:
+            with self._lock:
+                self._making.discard(i)
+
+    def abandoned(self) -> bool:
+        """Nobody asked about this grid for IDLE_S: it stops making frames (until `touch`)."""
+        if time.monotonic() - self.touched > IDLE_S:
+            self.started = False
+            return True
+        return False
+
+    def start(self, current: int) -> None:
+        """Make frame `current` now, then the rest in the background, nearest first."""
+        self.touched = time.monotonic()
+        self.frame(current)
+        self._launch(current)
+
+    def _launch(self, around: int) -> None:
+        with self._lock:
+            if self.started:
+                return
+            self.started = True
+        FRAMES.add(self, [i for i in nearest_first(len(self.values), around) if self.frames[i] is None])
+
+    def touch(self) -> None:
+        """Someone still wants this grid: resume it if its workers gave it up as abandoned."""
+        self.touched = time.monotonic()
+        if not self.started and not self.complete:
+            made = [i for i, f in enumerate(self.frames) if f is not None]
+            if made:
+                self._launch(made[0])
+
+    @property
+    def ready(self) -> list[bool]:
+        return [f is not None for f in self.frames]
+
+    @property
+    def complete(self) -> bool:
+        return all(self.ready)
+
+    def wait(self, timeout: float = 60.0) -> bool:
+        """Until every frame is made (tests, the benchmark): True when complete."""
+        deadline = time.monotonic() + timeout
+        while not self.complete and time.monotonic() < deadline:
+            self.touch()
+            time.sleep(0.02)
+        return self.complete
+
+    # ---- what depends on the selected layer, head, query and key ---------------------------------
+    def posterior_row(self, i: int, layer: int, head: int, query: int) -> np.ndarray:
+        """(4, W) over the window's keys, for `query`: the Monte Carlo mean of the sampled weights,
+        their 5% and 95% quantiles, and the deterministic pass's softmax weights."""
+        frame, w = self.frames[i], self.window
+        softmax = self.softmax_weights[layer, head, query][w].double().numpy()
+        if frame is None or layer not in frame.maps:
+            return np.stack([softmax, softmax, softmax, softmax])
+        row = w.index(query) if query in w else 0
+        m = frame.maps[layer][head].astype(float)
+        return np.stack([m[0, row], m[2, row], m[3, row], softmax])
+
+    def prior_rows(self, layer: int, head: int, query: int) -> np.ndarray:
+        """(B, 4, W) over the window's keys, at every prior value (the prior is the same for every
+        query): the mean of the prior's normalised draws, their 5% and 95% quantiles, and pi; made
+        once per selection."""
+        return self.memo("prior_rows", (layer, head, query), lambda: self._prior_rows(layer, head, query))
+
+    def _prior_rows(self, layer: int, head: int, query: int) -> np.ndarray:
+        w = self.window
+        pi = self.prior_weights[layer, head, query][w].double().numpy()
+        out = np.tile(np.stack([pi, pi, pi, pi]), (len(self.prior_values), 1, 1))
+        if layer not in self.scored or not self.family.learned_prior or self.n_samples < 2:
+            return out
+        log_pi = self.log_pi[self.scored.index(layer), head]                           # (1, T)
+        S, T = self.n_samples, log_pi.shape[-1]
+        with torch.inference_mode():
+            for j in range(len(self.prior_values)):
+                g = torch.Generator(device=log_pi.device).manual_seed(PriorDraws.stream_seed(self.seed, layer, head))
+                draws = self.family.sample_prior(log_pi.expand(S, 1, 1, T), self.hyper_at(0, j), None, g)
+                drawn = draws[:, 0, 0].double()
+                q = quantiles(drawn, (0.05, 0.95))
+                out[j, 0], out[j, 1], out[j, 2] = drawn.mean(0)[w].numpy(), q[0, w].numpy(), q[1, w].numpy()
+        return out
+
+    def densities(self, layer: int, head: int, query: int, key: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """Densities of log10 S_ij for one query and key: (G, 2 + P) under q at every posterior
+        value and (B, 2 + P) under the prior at every prior value, each row [lo, hi, density at P
+        points from lo to hi]; None where the layer has no density. They come from the deterministic pass,
+        not from the frames, so they are made once per selection (SciPy takes ~1 ms a curve, with
+        the GIL held: the page's polls would otherwise slow the workers down)."""
+        if layer not in self.scored or not self.family.has_density:
+            return None
+        return self.memo("densities", (layer, head, query, key), lambda: self._densities(layer, head, query, key))
+
+    def memo(self, what: str, key: tuple, make, keep: int = 4):
+        """`make()`, kept per `what` for the last `keep` keys (a few recent selections per grid)."""
+        with self._lock:
+            cache = self._memo.setdefault(what, {})
+            hit = cache.get(key)
+        if hit is None:
+            hit = make()
+            with self._lock:
+                while len(cache) >= keep:
+                    cache.pop(next(iter(cache)))
+                cache[key] = hit
+        return hit
+
+    def _densities(self, layer: int, head: int, query: int, key: int) -> tuple[np.ndarray, np.ndarray]:
+        s = self.scored.index(layer)
+        log_p = self.log_p[s, head, query][None]                                        # (1, T)
+        log_pi = self.log_pi[s, head]                                                   # (1, T)
+        valid = torch.ones_like(log_p, dtype=torch.bool)
+
+        def curves(n: int, hyper_of, which: int) -> np.ndarray:
+            out = np.zeros((n, 2 + DENSITY_POINTS))
+            for i in range(n):
+                with torch.inference_mode():
+                    st = self.family.statistics(log_p, log_pi, valid, hyper_of(i))
+                q, p = self.family.key_marginals({k: v[0] for k, v in st.posterior.items()},
+                                                 {k: v[0] for k, v in st.prior.items()}, key)
+                d = (q, p)[which]
+                lo, hi = log10_range(d)
+                if not (np.isfinite(lo) and np.isfinite(hi)) or hi <= lo:
+                    lo, hi = -3.0, 0.0
+                out[i, 0], out[i, 1] = lo, hi
+                out[i, 2:] = log10_density(d, np.linspace(lo, hi, DENSITY_POINTS))
+            return out
+
+        prior_at = 0 if self.prior_spec is None else None
+        return (curves(len(self.values), lambda i: self.hyper_at(i, prior_at), 0),
+                curves(len(self.prior_values), lambda j: self.hyper_at(0, j), 1))
+
+
+def sweep_of(grid: LiveGrid):
+    """The frames made so far as a `bam_viz.inference.sweep.Sweep` over the posterior slider (its captions and
+    figure read it); None without a posterior slider or with fewer than 2 samples."""
+    from bam_viz.inference.sweep import Sweep
+
+    if grid.posterior_spec is None or grid.n_samples < 2:
+        return None
+    made = [i for i, f in enumerate(grid.frames) if f is not None]
+    stats = np.stack([grid.frames[i].stats for i in made])
+    col = {name: stats[:, k] for k, name in enumerate(STATS)}
+    return Sweep(name=grid.posterior_spec.name, values=np.asarray([grid.values[i] for i in made]),
+                 p_mc=col["p_mc"], p_mc_se=col["p_se"], p_mean_attention=col["p_mean_attention"],
+                 p_softmax=col["p_softmax"], mutual_information=col["mi"],
+                 trained=grid.model.trained_hyper.get(grid.posterior_spec.name), scale=grid.posterior_spec.scale,
+                 n_samples=grid.n_samples, seed=grid.seed)
+
+
+def _slider(spec, values, trained, current: int) -> dict | None:
+    if spec is None:
+        return None
+    return {"name": spec.name, "label": spec.label, "help": spec.help, "scale": spec.scale,
+            "values": [float(v) for v in values], "trained": trained, "current": current}
+
+
+def _digest(*parts) -> str:
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+
+
+def summary_payload(grid: LiveGrid, current: int, extra: dict | None = None) -> bytes:
+    """What the headline, the sweep and the prediction panel draw, at every posterior value made so far."""
+    G, S = len(grid.values), grid.n_samples
+    stats = np.full((G, len(STATS)), np.nan)
+    p = np.full((G, S), np.nan)
+    for i, f in enumerate(grid.frames):
+        if f is not None:
+            stats[i], p[i] = f.stats, f.p_samples
+    ready = grid.ready
+    header = {
+        "kind": "summary", "id": _digest("summary", id(grid), ready), "ready": ready,
+        "n_samples": S, "seed": grid.seed, "model": grid.model.name, "stats": list(STATS), "labels": LABELS,
+        "stochastic": bool(grid.stochastic_layers),
+        "slider": _slider(grid.posterior_spec, grid.values, grid.model.trained_hyper.get(
+            grid.posterior_spec.name) if grid.posterior_spec else None, current),
+        **(extra or {}),
+    }
+    return pack(header, {"stats": finite32(stats), "p_samples": finite32(p)})
+
+
+def inside_payload(grid: LiveGrid, current: int, prior_current: int, layer: int, head: int, query: int,
+                   key: int, extra: dict | None = None) -> bytes:
+    """What the inside-the-attention panels draw for one layer, head, query and key, at every value
+    of both sliders: bars, the key's densities, the maps, and the layer x head spread and KL."""
+    G, B = len(grid.values), len(grid.prior_values)
+    L, H = grid.model.n_layers, grid.model.n_heads
+    W = len(grid.window)
+    k = min(MAP_SAMPLES, grid.n_samples)
+    softmax_map = grid.softmax_weights[layer, head][grid.window][:, grid.window].numpy()
+    maps = np.zeros((G, len(MAP_PANELS) + k, W, W), dtype=np.float16)
+    maps[:, 1] = softmax_map
+    spread = np.full((G, L, H), np.nan)
+    kl = np.full((G, B, L, H), np.nan)
+    post_row = np.full((G, 4, W), np.nan)
+    for i, f in enumerate(grid.frames):
+        if f is None:
+            continue
+        spread[i], kl[i] = f.spread, f.kl
+        post_row[i] = grid.posterior_row(i, layer, head, query)
+        if layer in f.maps:
+            m = f.maps[layer][head]
+            maps[i, 0], maps[i, 2], maps[i, 3:] = m[0], m[1], m[4 : 4 + k]
+        else:                                  # deterministic: every sample, and so their mean, is softmax
+            maps[i, 0], maps[i, 3:] = softmax_map, softmax_map
+    arrays = {"maps": maps, "post_row": finite32(post_row), "prior_row": grid.prior_rows(layer, head, query),
+              "spread": finite32(spread), "kl": finite32(kl)}
+    densities = grid.densities(layer, head, query, key)
+    if densities is not None:
+        arrays["post_density"], arrays["prior_density"] = (finite32(d) for d in densities)
+    trained = grid.model.trained_hyper
+    header = {
+        "kind": "inside", "id": _digest("inside", id(grid), grid.ready, layer, head, query, key),
+        "ready": grid.ready, "n_samples": grid.n_samples, "seed": grid.seed, "labels": LABELS,
+        "float32_limit": FLOAT32_LIMIT,
+        "tokens": list(grid.tokens), "window": list(grid.window),
+        "layer": layer, "head": head, "query": query, "key": key, "layers": L, "heads": H,
+        "stochastic_layers": list(grid.stochastic_layers), "map_samples": k,
+        "map_titles": [title for title, _ in MAP_PANELS] + [f"sample {m + 1}" for m in range(k)],
+        "map_scales": [scale for _, scale in MAP_PANELS] + ["weight"] * k,
+        "slider": _slider(grid.posterior_spec, grid.values,
+                          trained.get(grid.posterior_spec.name) if grid.posterior_spec else None, current),
+        "prior_slider": _slider(grid.prior_spec, grid.prior_values,
+                                trained.get(grid.prior_spec.name) if grid.prior_spec else None, prior_current),
+        **(extra or {}),
+    }
+    return pack(header, arrays)

@@ -1,0 +1,235 @@
+"""The background frames of every live grid: the threads (or worker process) that make them, at
+a CPU priority below the server's requests, and the server's own priority.
+
+A grid is anything with `touched`, `started`, `frames`, `_making`, `abandoned()` and `_work(i)`:
+`bam_viz.live.grid.LiveGrid`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+import time
+from collections import deque
+from contextlib import contextmanager
+
+from bam_viz.live.frames import FrameWorker
+
+WORKERS = 2                     # frames made at once: this machine's cores
+
+
+class FrameScheduler:
+    """The background frames of every grid, made by WORKERS threads at lower CPU priority, or, with
+    $BAM_VIZ_FRAME_WORKER=process (the app's setting), sent by those threads to one worker process
+    at nice 19 (`bam_viz.live.frames.FrameWorker`), which keeps their Python off the server's GIL.
+
+    Grids take turns, a frame each (round robin), and each grid's frames come in its own order
+    (nearest to its slider first). With twenty sentences typed at once, every student gets the
+    values next to their slider within a few rounds, instead of the twentieth waiting for the other
+    nineteen grids to finish (a single queue in arrival order). A grid nobody asked about for a while
+    (`LiveGrid.abandoned`) leaves the rotation (`LiveGrid.touch` brings it back)."""
+
+    def __init__(self, workers: int = WORKERS):
+        self.workers = workers
+        self._turns: deque = deque()              # (grid, deque of frame indices still to make)
+        self._cond = threading.Condition()
+        self._threads: list[threading.Thread] = []
+        self.busy = 0                             # frames being made now
+        self.front = 0                            # requests being answered now (`foreground`)
+        self._worker: FrameWorker | None = None
+        self._mode: str | None = None
+        self._stopping = False                    # `stop`: no new frame starts
+
+    @property
+    def worker(self) -> FrameWorker | None:
+        """The worker process's handle when frames are made in one ($FRAME_WORKER_ENV read once)."""
+        if self._mode is None:
+            mode = os.environ.get(FRAME_WORKER_ENV, "threads").strip().lower()
+            if mode not in ("threads", "process"):
+                raise ValueError(f"${FRAME_WORKER_ENV} is 'threads' or 'process', not {mode!r}")
+            self.use(mode)
+        return self._worker
+
+    def prepare(self, model) -> None:
+        """Call once when a model is loaded, before any thread uses it: with a worker process, its
+        weights move into shared memory now (a move, so never while another thread reads them), and
+        the worker later maps the same pages instead of a copy of its own."""
+        if self.worker is not None:
+            from bam_viz.core.device import trim_heap
+
+            model.share_memory()
+            trim_heap()                 # the private copies the weights leave behind go back to the system
+
+    def use(self, mode: str) -> None:
+        """Make background frames in this process's threads ("threads") or in a worker process."""
+        with self._cond:
+            old, self._mode = self._worker, mode
+            self._worker = FrameWorker() if mode == "process" else None
+        if old is not None:
+            old.close()
+
+    def add(self, grid, order: list[int]) -> None:
+        _ = self.worker                           # the mode, read once before any frame is handed out
+        with self._cond:
+            self._turns = deque(t for t in self._turns if t[0] is not grid)
+            if order:
+                self._turns.append((grid, deque(order)))
+            if not self._threads:
+                atexit.register(self.stop)
+            while len(self._threads) < self.workers:
+                t = threading.Thread(target=self._run, name=f"bam-viz-live-{len(self._threads)}", daemon=True)
+                self._threads.append(t)
+                t.start()
+            self._cond.notify_all()
+
+    def _next(self):
+        """The next (grid, frame) in turn, or None when no grid has frames to make (under the lock)."""
+        while self._turns:
+            grid, todo = self._turns.popleft()
+            if grid.abandoned():                                # a new sentence came
+                continue
+            while todo and (grid.frames[todo[0]] is not None or todo[0] in grid._making):
+                todo.popleft()
+            if not todo:
+                continue
+            i = todo.popleft()
+            if todo:
+                self._turns.append((grid, todo))
+            return grid, i
+        return None
+
+    @contextmanager
+    def foreground(self):
+        """Mark a request being answered (a page or fragment run): no background frame starts while
+        one is, for up to YIELD_S. Nice alone cannot give a run the machine: the workers are threads
+        of the same process, and a frame holding the GIL stalls every run's Python."""
+        with self._cond:
+            self.front += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self.front -= 1
+                self._cond.notify_all()
+
+    def _run(self) -> None:
+        lower_priority()
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: bool(self._turns) or self._stopping)
+                if self._stopping:
+                    return
+                # Runs first; after YIELD_S a frame starts anyway, so a class that never pauses still
+                # gets its grids (their polling stops only when they are done). A worker process needs
+                # no such wait: the kernel runs it only on a core no request wants.
+                if self._worker is None:
+                    self._cond.wait_for(lambda: self.front == 0 or self._stopping, timeout=YIELD_S)
+                job = None if self._stopping else self._next()
+                if job is None:
+                    continue
+                self.busy += 1
+            try:
+                job[0]._work(job[1])
+            except Exception:           # one frame's failure must not stop the workers; asking again retries
+                logging.getLogger(__name__).exception("bam-viz: a live grid frame failed")
+            finally:
+                with self._cond:
+                    self.busy -= 1
+                    self._cond.notify_all()
+
+    @property
+    def active(self) -> int:
+        """Grids with frames still to make."""
+        with self._cond:
+            return len(self._turns) + (1 if self.busy and not self._turns else 0)
+
+    @property
+    def idle(self) -> bool:
+        with self._cond:
+            return not self._turns and not self.busy
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """For good, at interpreter exit (registered with atexit when the threads start): no new frame
+        starts, the frames being made finish (for up to STOP_TIMEOUT_S), the threads end, then the
+        worker process is closed. A daemon thread still inside torch when Python finalizes is ended
+        by a forced unwind through torch's C++ frames, which aborts the process ("terminate called
+        without an active exception"). True when every thread ended."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+            threads = list(self._threads)
+        deadline = time.monotonic() + (STOP_TIMEOUT_S if timeout is None else timeout)
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        ended = not any(t.is_alive() for t in threads)
+        if not ended:
+            logging.getLogger(__name__).warning("bam-viz: a background frame was still being made at exit")
+        elif self._worker is not None:  # not before: a frame whose worker is gone is made in this process
+            self._worker.close()
+        return ended
+
+
+FRAMES = FrameScheduler()
+
+
+FRAME_WORKER_ENV = "BAM_VIZ_FRAME_WORKER"
+SERVER_NICE_ENV = "BAM_VIZ_SERVER_NICE"
+# The server's niceness (`server_priority`): a browser on the server's own machine (the teacher's, on
+# the projector) gets three times the server's share of a busy core, so its slider presses do not
+# wait for the class's work. 0 turns it off.
+SERVER_NICE = 5
+NICE_STEP = 10                   # background frames this much nicer than requests: a ninth of their CPU weight
+YIELD_S = 0.25                   # the longest a background frame waits for requests being answered
+STOP_TIMEOUT_S = 30.0            # at exit, the longest the frames being made are waited for (`FrameScheduler.stop`)
+_server_nice = 0                 # what `server_priority` set
+
+
+def server_priority() -> int:
+    """Lower every thread of this process to $BAM_VIZ_SERVER_NICE (default SERVER_NICE), once, and so
+    every thread started later (a Linux thread starts at its creator's niceness): Streamlit's event
+    loop, each script run, the background frames (`lower_priority`, NICE_STEP below). Called by the
+    app as it starts. Under no contention it changes nothing: the kernel weighs niceness only between
+    threads that want the same core. Returns the niceness set (0 where none can be, as on macOS and
+    Windows, whose threads are not reniced one by one)."""
+    import os
+
+    global _server_nice
+    try:
+        want = int(os.environ.get(SERVER_NICE_ENV, SERVER_NICE))
+    except ValueError:
+        logging.getLogger(__name__).warning("bam-viz: $%s is a niceness from 0 to 19, not %r; using %d",
+                                            SERVER_NICE_ENV, os.environ[SERVER_NICE_ENV], SERVER_NICE)
+        want = SERVER_NICE
+    want = min(max(want, 0), 19)
+    if want <= _server_nice:
+        return _server_nice
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            if os.getpriority(os.PRIO_PROCESS, int(tid)) < want:
+                os.setpriority(os.PRIO_PROCESS, int(tid), want)
+    except (AttributeError, OSError):
+        return _server_nice
+    _server_nice = want
+    return want
+
+
+def lower_priority() -> None:
+    """Lower the calling thread's CPU priority to NICE_STEP below the server's own (Linux schedules
+    threads one by one; elsewhere a no-op): frames made in the background yield a core to a request
+    being answered."""
+    import os
+
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), min(19, _server_nice + NICE_STEP))
+    except (AttributeError, OSError, PermissionError):
+        pass
+
+
+def wait_idle(timeout: float = 120.0) -> bool:
+    """Until no frame is queued or being made, in any grid (tests); True when idle."""
+    deadline = time.monotonic() + timeout
+    while not FRAMES.idle and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return FRAMES.idle

@@ -1,0 +1,1 @@
+"""The network: the stochastic attention layer and the BERT encoder it sits in."""

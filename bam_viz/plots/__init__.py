@@ -1,0 +1,1 @@
+"""Figures: the explorer's panels as Plotly figures, the Why view's token strip."""
