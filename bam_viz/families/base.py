@@ -21,6 +21,7 @@ from typing import ClassVar
 import torch
 from torch.distributions import Distribution
 
+from bam_viz.core.grids import value_grid
 from bam_viz.core.inputs import shown
 
 
@@ -48,16 +49,7 @@ class HyperSpec:
     def grid(self, per_decade: int = 16, linear_points: int = 100) -> list[float]:
         """Values from low to high, both included, rounded to 3 significant digits: `per_decade`
         per factor of ten on a log slider, `linear_points` evenly spaced on a linear one."""
-        lo, hi = self.low, self.high
-        if self.scale == "log":
-            n = max(2, round(per_decade * math.log10(hi / lo)) + 1)
-            values = [10 ** (math.log10(lo) + i * (math.log10(hi) - math.log10(lo)) / (n - 1)) for i in range(n)]
-        else:
-            n = max(2, linear_points)
-            values = [lo + i * (hi - lo) / (n - 1) for i in range(n)]
-        values = [float(f"{v:.3g}") for v in values]
-        values[0], values[-1] = lo, hi
-        return sorted(set(values))
+        return value_grid(self.low, self.high, self.scale, per_decade, linear_points)
 
     @property
     def middle(self) -> float:
