@@ -11,7 +11,7 @@ import streamlit as st
 # A server shared by a class gives freed memory back rather than keeping it for speed (bam_viz.core.device).
 os.environ.setdefault("BAM_VIZ_MALLOC_TUNING", "memory")
 
-from bam_viz.live.grid import server_priority  # noqa: E402
+from bam_viz.live.priority import server_priority  # noqa: E402
 
 # The server's threads yield a busy core to the machine's own browser (the projector's page): nice 5,
 # background frames 15 ($BAM_VIZ_SERVER_NICE; docs/performance.md, "Twenty sessions at once").

@@ -276,6 +276,7 @@ def run_score(args: argparse.Namespace) -> Path:
     from tqdm import tqdm
 
     from bam_viz.evaluation.score import scorer as score
+    from bam_viz.evaluation.score.ray_engine import write_ray_parquet
     from bam_viz.zoo import available_models
 
     models = [m for name in args.model for m in ([*available_models(), score.VADER] if name == "all" else [name])]
@@ -301,8 +302,8 @@ def run_score(args: argparse.Namespace) -> Path:
         args.split = args.split or "test"
         inputs = score.corpus_inputs("all" if args.corpus == "all" else [args.corpus], args.split, args.data)
     if partitioned:
-        folder = score.write_ray_parquet(inputs, models, out, n_samples=args.samples, seed=args.seed,
-                                         num_workers=args.num_workers, address=args.address)
+        folder = write_ray_parquet(inputs, models, out, n_samples=args.samples, seed=args.seed,
+                                   num_workers=args.num_workers, address=args.address)
         print(f"wrote {folder}/ (partitioned Parquet: {len(inputs) * len(models):,} rows)")
         return folder
     tty = sys.stderr.isatty()

@@ -227,9 +227,9 @@ def share_pretrained(model: BamClassifier) -> BamClassifier:
     """Point every encoder tensor that still equals MiniLM's pretrained one at that one tensor.
 
     Fine-tuning changes only the adapters (merged into the attention projections), the LayerNorms,
-    the prior networks and the head; the rest (the embeddings alone are 47 MB) is the same in every
-    model of the zoo. Shared, the whole zoo holds it once: measured, the 6 models' process went from 1.29 GB RSS to
-    1.03 GB. The shared tensors are frozen (`requires_grad` False); nothing in the library writes them."""
+    the prior networks and the head; the rest (the embeddings most of all) is the same in every
+    model of the zoo. Shared, the whole zoo holds it once (docs/performance.md has what that saves).
+    The shared tensors are frozen (`requires_grad` False); nothing in the library writes them."""
     from bam_viz.nn.encoder import load_minilm_state
 
     pretrained = load_minilm_state()

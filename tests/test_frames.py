@@ -136,7 +136,8 @@ def test_a_model_without_an_origin_is_made_in_the_server(model, process_frames):
 def test_the_worker_exits_when_its_server_is_gone():
     script = (
         "import os, sys\n"
-        "from bam_viz import frames, zoo\n"
+        "from bam_viz import zoo\n"
+        "from bam_viz.live import frames\n"
         "m = zoo.load('softmax')\n"
         "w = frames.FrameWorker()\n"
         "w.submit(m, 'fine .', 2, 0, {}, [0]).result(180)\n"

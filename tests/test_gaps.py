@@ -12,6 +12,7 @@ from scipy import stats
 
 import bam_viz
 from bam_viz import families
+from bam_viz.core.grids import nearest_index
 from bam_viz.inference import gaps
 from bam_viz.inference.explain import lower_states
 from bam_viz.live import grid as live
@@ -71,7 +72,7 @@ def test_at_small_k_the_bars_move_and_sit_inside_their_whiskers(bam_wc):
     assert means[0.2][0][0] < means[0.2][1][0] - 0.1                       # pulled towards uniform
 
     grid = live.LiveGrid(bam_wc, TEXT, 64, 0)
-    i = live.nearest(grid.values, 0.2, True)
+    i = nearest_index(grid.values, 0.2, True)
     grid.frame(i)
     _, arrays = live.unpack(live.inside_payload(grid, i, 0, 5, 0, 0, 1))
     r = bam_wc.explain(TEXT, n_samples=64, seed=0, shape_k=grid.values[i])

@@ -12,6 +12,7 @@ import torch
 
 import bam_viz
 from bam_viz import families
+from bam_viz.core.grids import nearest_index
 from bam_viz.inference.explain import lower_states
 from bam_viz.live import grid as live
 from bam_viz.live import scheduler as scheduling
@@ -28,7 +29,7 @@ def model():
 @pytest.fixture(scope="module")
 def grid(model):
     g = live.LiveGrid(model, TEXT, 8, 3)
-    g.start(live.nearest(g.values, 3.0, True))
+    g.start(nearest_index(g.values, 3.0, True))
     assert g.wait(120), "the grid was not filled in 120 s"
     return g
 

@@ -11,7 +11,7 @@ from fake_result import make_fake_result
 import bam_viz
 from bam_viz.core import metrics
 from bam_viz.families.sampling import log_gamma_rsample, log_lognormal_rsample, log_weibull_rsample
-from bam_viz.inference.result import ExplainResult
+from bam_viz.inference.result import ExplainResult, Note
 
 
 def make(family, post, prior, sample_probs, L=2, H=1, T=3):
@@ -171,3 +171,19 @@ def test_standard_errors_match_the_spread_over_seeds():
         spread = np.std([estimate(r) for r in results], ddof=1)
         rms_se = math.sqrt(np.mean([getattr(r.se, quantity) ** 2 for r in results]))
         assert 1 / tolerance < spread / rms_se < tolerance, (quantity, spread, rms_se)
+
+
+def test_a_note_reads_as_its_text_and_says_whether_it_is_a_warning():
+    """The page picks st.warning by `note.warning`, never by the note's words (the library knows no page)."""
+    import pickle
+
+    cut, remark = Note("The text is longer than this model's maximum.", warning=True), Note("No prior.")
+    assert cut == "The text is longer than this model's maximum." and cut.warning and not remark.warning
+    assert pickle.loads(pickle.dumps(cut)).warning is True and pickle.loads(pickle.dumps(cut)) == cut
+    r = dataclasses.replace(make("weibull", {}, {}, torch.tensor([[0.3, 0.7]])), notes=["typed by hand"])
+    assert isinstance(r.notes[0], Note) and r.notes[0].warning is False     # plain strings become remarks
+    model = bam_viz.load("bam-wc")
+    long = model.explain("good " * (model.max_tokens + 10), n_samples=2)
+    assert long.truncated and [n.warning for n in long.notes] == [True]
+    assert not model.explain("A fine film.", n_samples=2).notes
+    assert [n.warning for n in bam_viz.load("softmax").explain("A fine film.", n_samples=1).notes] == [False]

@@ -24,7 +24,7 @@ def test_make_run_serves_this_machine_unless_told():
 NICENESS = r"""
 import json, os, sys, threading
 from pathlib import Path
-from bam_viz.live import grid as live
+from bam_viz.live import priority
 
 def nice(tid):           # field 19 of /proc/.../stat: the thread's niceness
     return int(Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()[16])
@@ -34,11 +34,11 @@ def before():            # a thread already running when the server lowers itsel
     ready.set(); done.wait()
 old = threading.Thread(target=before); old.start(); ready.wait()
 base = nice(threading.get_native_id())   # inherited: a test run that ran app.py in-process is at 5 already
-out = {"base": base, "set": live.server_priority(), "again": live.server_priority()}
+out = {"base": base, "set": priority.server_priority(), "again": priority.server_priority()}
 out["main"], out["old"] = nice(threading.get_native_id()), nice(old.native_id)
 def later(key, lower):   # threads started afterwards: a script run, and a background frame
     if lower:
-        live.lower_priority()
+        priority.lower_priority()
     out[key] = nice(threading.get_native_id())
 for key, lower in (("new", False), ("frame", True)):
     t = threading.Thread(target=later, args=(key, lower)); t.start(); t.join()
@@ -65,13 +65,13 @@ def test_the_server_yields_a_busy_core_to_the_machines_own_browser():
     """`server_priority` (called by app.py) lowers every thread of the server, those already running and
     those started later, to nice 5, and background frames to 15; `$BAM_VIZ_SERVER_NICE` changes it
     (0: off), and a bad value is said in the log, the default kept."""
-    from bam_viz.live import grid as live
+    from bam_viz.live import priority
 
     # A process can only raise its niceness: the child starts at this test run's (`base`), which is 5
     # once an AppTest has run app.py in this process, so the threads end at max(base, the setting).
     out, _ = _niceness(None)
     b = out.pop("base")
-    up = max(b, live.SERVER_NICE)
+    up = max(b, priority.SERVER_NICE)
     assert out == {"set": 5, "again": 5, "main": up, "old": up, "new": up, "frame": max(b, 15)}
     out, _ = _niceness("0")
     assert out == {"base": b, "set": 0, "again": 0, "main": b, "old": b, "new": b, "frame": max(b, 10)}

@@ -73,6 +73,7 @@ def run_scoring_bench(args) -> dict:
 
     from bam_viz import zoo
     from bam_viz.evaluation.score import scorer as score
+    from bam_viz.evaluation.score.ray_engine import RAY_BATCH, start_ray
 
     inputs = score.corpus_inputs(["movies"], "test").iloc[: args.sentences]
     n, S, repeats = len(inputs), args.samples, max(1, args.scoring_repeats)
@@ -99,7 +100,7 @@ def run_scoring_bench(args) -> dict:
     figures["local_batched32_sent_per_s"] = n / statistics.median(batched_s)
 
     t0 = time.perf_counter()
-    started = score.start_ray(None, 2)
+    started = start_ray(None, 2)
     figures["ray_init_s"] = time.perf_counter() - t0
     equal = True
     try:
@@ -130,7 +131,7 @@ def run_scoring_bench(args) -> dict:
     return {"model": args.model, "n_samples": S, "sentences": n, "corpus": "movies test (first sentences, ambiguous "
             "ones included)", "repeats": repeats, "torch_threads": score.SCORING_THREADS,
             "cpus": os.cpu_count(), "machine": platform.processor() or platform.machine(),
-            "ray_batch": score.RAY_BATCH, "ray_equals_local": bool(equal),
+            "ray_batch": RAY_BATCH, "ray_equals_local": bool(equal),
             **{k: round(v, 2) for k, v in figures.items()}}
 
 
@@ -151,6 +152,7 @@ def run_bench(args) -> dict:
 
     from bam_viz import zoo
     from bam_viz.core.device import tune_allocator
+    from bam_viz.core.grids import nearest_index
     from bam_viz.inference.attribution import attribute
     from bam_viz.live import grid as live
     from bam_viz.nn.attention import Mode
@@ -179,7 +181,7 @@ def run_bench(args) -> dict:
         model.clear_caches()
         t0 = time.perf_counter()
         g = live.LiveGrid(model, text, S, 1)
-        post = live.nearest(g.values, model.trained_hyper.get(g.posterior_spec.name, 1.0), True) \
+        post = nearest_index(g.values, model.trained_hyper.get(g.posterior_spec.name, 1.0), True) \
             if g.posterior_spec else 0
         g.start(post)
         layer = g.stochastic_layers[-1] if g.stochastic_layers else model.n_layers - 1

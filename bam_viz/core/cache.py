@@ -18,7 +18,6 @@ measurements that made both necessary).
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
@@ -26,27 +25,15 @@ from collections.abc import Callable, Hashable
 import numpy as np
 import torch
 
+from bam_viz.core.budgets import attention_bytes, env_bytes
+
 BUDGET_ENV = "BAM_VIZ_CACHE_MB"
 DEFAULT_MB = 256
 
 
-def env_megabytes(name: str, default_mb: float) -> int:
-    """$name in bytes (`default_mb` when unset); a clear error for anything but a finite number >= 0."""
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
-        return int(default_mb * 2**20)
-    try:
-        mb = float(raw)
-    except ValueError:
-        raise ValueError(f"${name} must be a number of megabytes, not {raw!r}") from None
-    if not (mb >= 0 and mb != float("inf")):
-        raise ValueError(f"${name} must be a finite number of megabytes >= 0, not {raw!r}")
-    return int(mb * 2**20)
-
-
 def budget_bytes() -> int:
     """$BAM_VIZ_CACHE_MB in bytes (`DEFAULT_MB` when unset)."""
-    return env_megabytes(BUDGET_ENV, DEFAULT_MB)
+    return env_bytes(BUDGET_ENV, DEFAULT_MB)
 
 
 def nbytes(obj, _seen: set | None = None) -> int:
@@ -105,8 +92,8 @@ class Cache:
 
     def keep_longer(self, namespace: str) -> None:
         """Evict `namespace`'s entries only when no other is left: for values that are small beside
-        what they cost to make again (a live grid: 46 explain() calls, 13 MB at 128 tokens, where
-        one result is 300 MB and one call)."""
+        what they cost to make again (a live grid holds one slider value's reduced frame per
+        explain() call it made, where one result holds every sampled weight of one call)."""
         with self._lock:
             self._dear.add(namespace)
 
@@ -147,8 +134,8 @@ class Cache:
     def grew(self, namespace: str | None = None, key: Hashable = None) -> None:
         """A stored value may be larger now: measure it again (every value, when no namespace is
         named) and evict to the budget. Sizes are measured on `put` and here, never on every
-        eviction: walking every entry's tensors on each call held the GIL for 43% of a twenty-session
-        class's server time (py-spy), blocking every other session's rerun."""
+        eviction: walking every entry's tensors holds the GIL, and on every call it would block
+        every other session's rerun (docs/performance.md, "What earlier measurements changed")."""
         with self._lock:
             keys = (list(self._items) if namespace is None
                     else [(namespace, key)] if (namespace, key) in self._items else [])
@@ -213,9 +200,6 @@ def release_memory() -> None:
     trim_heap()
 
 
-
-
-
 # ---- working memory -----------------------------------------------------------------------------
 WORK_ENV = "BAM_VIZ_WORK_MB"
 TRIM_AFTER_BYTES = 64 * 2**20     # a call this large that leaves nothing running hands its pages back
@@ -225,9 +209,9 @@ DEFAULT_WORK_MB = 512
 def explain_bytes(n_samples: int, layers: int, stochastic_layers: int, heads: int, tokens: int) -> int:
     """What one explain() holds at its peak, from its attention tensors: the result's S x L x H x T x T
     float32 weights, and about three more of those per stochastic layer in the sampled pass (weights,
-    scores, the prior's log-probabilities). Measured at 128 tokens, 64 samples, bam-wc: 627 MB held,
-    a peak 750 MB above the loaded model; this gives 755 MB."""
-    return 4 * n_samples * heads * tokens * tokens * (layers + 3 * stochastic_layers)
+    scores, the prior's log-probabilities). docs/performance.md compares it with a measured peak;
+    tests/test_cache.py checks it against what explain() holds."""
+    return attention_bytes(layers + 3 * stochastic_layers, heads, tokens, n_samples)
 
 
 class WorkingMemory:
@@ -245,7 +229,7 @@ class WorkingMemory:
     @property
     def budget(self) -> int:
         if self._budget is None:
-            self._budget = max(env_megabytes(WORK_ENV, DEFAULT_WORK_MB), 1)
+            self._budget = max(env_bytes(WORK_ENV, DEFAULT_WORK_MB), 1)
         return self._budget
 
     @property

@@ -30,8 +30,8 @@ _allocator_tuned: bool | None = None
 
 
 # (mmap threshold, trim threshold) per profile, bytes. "speed": large blocks reused (batch scoring,
-# training, benchmarks). "memory": freed blocks go back soon (a server shared by a class), measured on
-# 3 threads of explain() at 128 tokens and 64 samples: peak 1.31 GB against 1.61 GB, 12% slower.
+# training, benchmarks). "memory": freed blocks go back soon (a server shared by a class): a lower peak,
+# at some cost in speed (docs/performance.md, "What kept memory alive").
 PROFILES = {"speed": (32 << 20, 256 << 20), "memory": (4 << 20, 16 << 20)}
 ALLOCATOR_ENV = "BAM_VIZ_MALLOC_TUNING"
 
@@ -40,13 +40,14 @@ def tune_allocator() -> bool:
     """Tune glibc's malloc for tensors, by $BAM_VIZ_MALLOC_TUNING: "speed" (the default), "memory"
     (what `app.py` sets), or "0" (glibc's own settings); "1" means "speed".
 
-    glibc serves a large allocation (the S-sample pass makes several of 1-5 MB) with a fresh
-    mmap and unmaps it on free, so every pass page-faults its activations in again: measured here,
-    a tenth to a sixth of the batched pass. Raising the mmap threshold to 32 MB and the trim
-    threshold to 256 MB lets those blocks be reused ("speed"). That keeps up to 256 MB free in each
-    malloc arena, and glibc makes up to 8 arenas a core for a threaded server (a thread per session):
-    so the arenas are capped at `ARENAS`, the server uses "memory", and `trim_heap()` hands free pages
-    back when a cache evicts or the working memory empties. Process-wide and idempotent; glibc only.
+    glibc serves a large allocation (the S-sample pass makes several) with a fresh mmap and
+    unmaps it on free, so every pass page-faults its activations in again (docs/performance.md,
+    "glibc keeps freed tensor memory", has what that costs). Raising the mmap threshold to 32 MB
+    and the trim threshold to 256 MB lets those blocks be reused ("speed"). That keeps up to 256 MB
+    free in each malloc arena, and glibc makes up to 8 arenas a core for a threaded server (a thread
+    per session): so the arenas are capped at `ARENAS`, the server uses "memory", and `trim_heap()`
+    hands free pages back when a cache evicts or the working memory empties. Process-wide and
+    idempotent; glibc only.
     Returns whether a setting is in force.
     """
     global _allocator_tuned

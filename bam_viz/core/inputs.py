@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import numbers
 
+from bam_viz.core.budgets import MB, attention_bytes, env_megabytes
+
 MAX_SEED = 2**63 - 1             # torch.Generator.manual_seed takes a signed 64-bit integer
 # Past any memory budget at any length (one S-sample pass of 2 tokens holds S x 6 x 12 x 2 x 2 float32
 # attention weights: 2.5 TB at this S): refused by every entry point before a budget is even asked, so
 # that no size computation or message downstream meets an int of thousands of digits.
 MAX_SAMPLES = 2**31 - 1
 BUDGET_ENV = "BAM_VIZ_MAX_ATTENTION_MB"
-DEFAULT_BUDGET_MB = 1024         # explain() at 128 tokens: up to 216 samples (the explorer asks at most 64)
+DEFAULT_BUDGET_MB = 1024         # explain() at 128 tokens, 6 layers x 12 heads: up to 227 samples (the explorer: 64)
 
 
 def shown(value, limit: int = 60) -> str:
@@ -86,16 +88,11 @@ def check_attention_budget(n_samples: int, layers: int, heads: int, tokens: int)
     """Refuse, before anything is allocated, an explain() whose sampled attention weights (float32,
     S x L x H x T x T) would pass the budget ($BAM_VIZ_MAX_ATTENTION_MB, default 1024), saying how
     many samples fit at this length."""
-    import os
-
     n_samples = check_n_samples(n_samples)
-    try:
-        budget_mb = float(os.environ.get(BUDGET_ENV, DEFAULT_BUDGET_MB))
-    except ValueError:
-        raise ValueError(f"${BUDGET_ENV} must be a number of megabytes, not {os.environ[BUDGET_ENV]!r}") from None
-    per_sample = 4 * layers * heads * tokens * tokens
-    if n_samples * per_sample > budget_mb * 2**20:
-        fit = int(budget_mb * 2**20 // per_sample)
+    budget_mb = env_megabytes(BUDGET_ENV, DEFAULT_BUDGET_MB)
+    per_sample = attention_bytes(layers, heads, tokens)
+    if n_samples * per_sample > budget_mb * MB:
+        fit = int(budget_mb * MB // per_sample)
         raise ValueError(
             f"n_samples={n_samples} at {tokens} tokens would hold {n_samples * per_sample / 2**30:.1f} GB of "
             f"attention weights, over the {budget_mb:g} MB budget (${BUDGET_ENV}): at most {fit} samples "

@@ -1,5 +1,5 @@
 """What the explorer calls each quantity it shows: one home for the names, read by the Plotly figures
-(`bam_viz.plots.charts`) and sent to the page's JavaScript in every payload (`bam_viz.live.grid`).
+(`bam_viz.plots`) and sent to the page's JavaScript in every payload (`bam_viz.live.grid`).
 
 The quantities are defined in `bam_viz.inference.gaps`: E[w] is the Monte Carlo mean of the sampled normalised
 weights; softmax(psi) is the deterministic pass's, the mean of the unnormalised scores.

@@ -239,12 +239,26 @@ def mutual_information_jackknife_se(sample_probs: np.ndarray) -> np.ndarray:
     return mutual_information_jackknife(sample_probs)[1]
 
 
+def mean_se(values: np.ndarray) -> float:
+    """The Monte Carlo standard error of the mean of S draws `values` (S,): their sample sd (ddof 1)
+    / sqrt(S). Needs S >= 2."""
+    values = np.asarray(values, dtype=np.float64)
+    return float(values.std(ddof=1) / np.sqrt(values.shape[0]))
+
+
+def paired_gap_se(p_samples: np.ndarray, reference: float) -> float:
+    """SE of E[f(z)] - f(softmax) for one class: `p_samples` (S,) f(z_s), `reference` f(softmax), one
+    deterministic pass. The gap is the mean of the S paired differences f(z_s) - f(softmax), so its
+    SE is theirs (`mean_se`; `bam_viz.inference.gaps`)."""
+    return mean_se(np.asarray(p_samples, dtype=np.float64) - reference)
+
+
 def delta_gap_se(p_samples: np.ndarray, slopes: np.ndarray) -> float:
     """SE of E[f(z)] - f(E[w]) for one class by the delta method: `p_samples` (S,) f(z_s), `slopes`
     (S,) l_s = grad f(E[w]) . (w_s - E[w]), f(E[w])'s first-order response to sample s. The gap is
-    then the mean of d_s = f(z_s) - l_s less a constant: SE = sd(d_s) / sqrt(S), ddof 1 (`bam_viz.inference.gaps`)."""
-    d = np.asarray(p_samples, dtype=np.float64) - np.asarray(slopes, dtype=np.float64)
-    return float(d.std(ddof=1) / np.sqrt(d.shape[0]))
+    then the mean of d_s = f(z_s) - l_s less a constant: SE = sd(d_s) / sqrt(S), ddof 1 (`mean_se`;
+    `bam_viz.inference.gaps`)."""
+    return mean_se(np.asarray(p_samples, dtype=np.float64) - np.asarray(slopes, dtype=np.float64))
 
 
 def paired_bootstrap(

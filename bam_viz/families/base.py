@@ -236,6 +236,13 @@ class AttentionFamily:
         """The prior from prior logits over keys (pi = softmax(prior_logits)); its mean score is pi."""
         raise ValueError(f"{self.name} attention has no prior distribution")
 
+    def cell_distributions(self, posterior: Mapping[str, torch.Tensor],
+                           prior: Mapping[str, torch.Tensor]) -> tuple[Distribution, Distribution]:
+        """q and the prior of attention cells from their parameters as `statistics` reports them
+        (`CellStatistics.posterior`, `.prior`), in any values: `kl_divergence` of the two is the
+        cell's KL. For a family whose cells have a score distribution each."""
+        raise ValueError(f"{self.name} attention has no distribution per attention cell")
+
     # ---- per-key marginals for the density panel ------------------------------------------------
     def key_marginals(self, posterior_row: Mapping[str, torch.Tensor], prior_row: Mapping[str, torch.Tensor],
                       key: int):

@@ -22,11 +22,11 @@ module computes for those ids, and every position stays attended (the mask is th
 Steps. Gauss-Legendre quadrature (Captum's default) with `steps` nodes, 32 by default. Each network
 below is smooth along the path, but not always gently so: P is a sigmoid of a logit that can cross
 from -3 to +3 within an eighth of the path (whose middle points are no sentence the model was trained
-on), and the bump this makes in dP/dalpha can fall between nodes 0.05 apart. On 24 movie-review sentences of
-5 to 48 tokens, 2 to 6% of each model's networks missed |delta| < 0.01 at 32 nodes (the
-deterministic softmax model's too: no sampling is involved), and 64 nodes, once 128, integrated them.
-So a network whose |delta| is not below `tolerance` (0.01) is integrated again, alone, with twice
-the nodes, up to MAX_STEPS: `nodes` says what each took; `tolerance=None` keeps exactly `steps`.
+on), and the bump this makes in dP/dalpha can fall between nodes 0.05 apart, for a sampled network
+or the deterministic softmax model alike (no sampling is involved; docs/performance.md,
+"Attributions", has how often). So a network whose |delta| is not below `tolerance` (0.01) is
+integrated again, alone, with twice the nodes, up to MAX_STEPS: `nodes` says what each took;
+`tolerance=None` keeps exactly `steps`.
 
 One network per sample. Integrated Gradients needs a function; an attention sample is one only if
 its randomness is held fixed along the path. Sample s's reparameterisation noise is recorded once at
@@ -67,6 +67,7 @@ from dataclasses import dataclass
 
 import torch
 
+from bam_viz.core.budgets import FLOAT32_BYTES, attention_bytes
 from bam_viz.core.cache import WORK, WORK_ENV
 from bam_viz.core.inputs import _integer, check_n_samples, check_seed, check_text, shown
 from bam_viz.core.task import CLASSES
@@ -78,9 +79,8 @@ MIN_STEPS, MAX_STEPS = 2, 512
 TOLERANCE = 0.01                  # completeness |delta| each network is integrated to, by default
 # Float32 numbers a (path point, network) row keeps for its backward pass, per layer: copies of the
 # (H, T, T) attention (scores, log-softmax, draws and their transforms, weights) and of the (T, C)
-# states (q, k, v, context, projections, norms, the 4C-wide feed-forward). Measured peaks above the
-# loaded model, 32 nodes in one chunk: at 24 tokens, 288 rows, 800 MB (bam-wc) to 1190 MB (dirichlet),
-# this gives 1458 MB; at 64 tokens, 96 rows, 1616 MB (dirichlet), this gives 1836 MB.
+# states (q, k, v, context, projections, norms, the 4C-wide feed-forward): an estimate above the
+# measured peaks (docs/performance.md, "Attributions").
 ATTENTION_COPIES, STATE_COPIES = 8, 18
 
 
@@ -175,7 +175,8 @@ def _check_layer(model, layer) -> int | None:
 def row_bytes(model, tokens: int) -> int:
     """What one (path point, network) row holds for its backward pass (see ATTENTION_COPIES)."""
     H, C = model.n_heads, model.bert.config.hidden
-    return 4 * model.n_layers * (ATTENTION_COPIES * H * tokens * tokens + STATE_COPIES * tokens * C)
+    return (attention_bytes(model.n_layers * ATTENTION_COPIES, H, tokens)
+            + FLOAT32_BYTES * model.n_layers * STATE_COPIES * tokens * C)
 
 
 class _Networks:

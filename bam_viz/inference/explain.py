@@ -18,15 +18,15 @@ from bam_viz.core.inputs import check_attention_budget, check_n_samples, check_s
 from bam_viz.core.task import CLASSES
 from bam_viz.families import Hyper
 from bam_viz.inference import gaps
-from bam_viz.inference.result import ExplainResult
+from bam_viz.inference.result import ExplainResult, Note
 from bam_viz.nn.attention import Mode, Trace
 
 
 class ExplainCache:
     """One model's part of the process-wide `bam_viz.core.cache.CACHE`, bounded in bytes with everything
     else kept: per text, tokens and the states below the first stochastic layer ("lower"); per
-    (text, S, seed, the posterior's hyperparameters), the S-sample pass ("sampled", ~340 MB at 128
-    tokens and 64 samples). Keys carry a token of their own model, so models never share entries."""
+    (text, S, seed, the posterior's hyperparameters), the S-sample pass ("sampled"). Keys carry a
+    token of their own model, so models never share entries."""
 
     def __init__(self):
         self.token = object()               # identity only: the cache must not keep the model alive
@@ -211,11 +211,12 @@ def _explain(model, lower: LowerStates, n_samples: int, seed: int, hyper: Hyper,
     notes = []
     if truncated:
         pieces, kept = lower.word_pieces, model.max_tokens - 2                      # without [CLS], [SEP]
-        notes.append(f"The text is longer than this model's maximum of {model.max_tokens} tokens: it has "
-                     f"{pieces} word pieces, and only the first {kept} (with [CLS] and [SEP], "
-                     f"{model.max_tokens} tokens) were kept; the last {pieces - kept} were left out.")
+        notes.append(Note(f"The text is longer than this model's maximum of {model.max_tokens} tokens: it has "
+                          f"{pieces} word pieces, and only the first {kept} (with [CLS] and [SEP], "
+                          f"{model.max_tokens} tokens) were kept; the last {pieces - kept} were left out.",
+                          warning=True))
     if not has_prior:
-        notes.append("This model has no attention prior: prior panels repeat the posterior.")
+        notes.append(Note("This model has no attention prior: prior panels repeat the posterior."))
     return ExplainResult(
         text=lower.text,
         tokens=tokens, classes=list(CLASSES), model_name=model.name, family=model.family,

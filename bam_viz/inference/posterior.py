@@ -234,10 +234,10 @@ def _frozen(t: torch.Tensor) -> np.ndarray:
 
 
 def describe(lp: LabelPosterior, label: str) -> str:
-    """One plain-text sentence (escape it before rendering as Markdown) on what being told `label`
-    changes: the word whose attention rises most and the one that falls most, special tokens left
-    out; a different sentence when no word moves by `NOTICEABLE_SHIFT`, and a warning when the
-    estimate's ESS is low."""
+    """One plain-text sentence on what being told `label` changes: the word whose attention rises
+    most and the one that falls most, special tokens left out; a different sentence when no word
+    moves by `NOTICEABLE_SHIFT`, and a warning when the estimate's ESS is low (`lp.reliable` says
+    so as a flag)."""
     y = lp.index(label)
     told = f"the sentence is {label}"
     if lp.method == "deterministic":

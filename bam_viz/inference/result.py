@@ -23,11 +23,12 @@ class MonteCarloErrors:
     """Standard errors of the Monte Carlo estimates in an `ExplainResult`, over its S attention samples
     (the estimators are defined in `bam_viz.inference.gaps` and docs/design.md, "The gap").
 
-    `p_positive`: E[f(z)], the mean of S values f(z_s)[positive]: sample sd / sqrt(S).
+    `p_positive`: E[f(z)], the mean of S values f(z_s)[positive]: sample sd / sqrt(S) (`metrics.mean_se`).
     `gap`: E[f(z)] - f(E[w]), Deng et al.'s gap. f(E[w]) is a function of the same S samples, so
     the SE is the delta method's, from each sample's slope of f(E[w]) (`metrics.delta_gap_se`).
     `gap_softmax`: E[f(z)] - f(softmax). f(softmax) is one deterministic pass, so the gap is the
-    mean of the paired differences d_s = f(z_s) - f(softmax) and its SE is sd(d_s) / sqrt(S).
+    mean of the paired differences d_s = f(z_s) - f(softmax) and its SE is sd(d_s) / sqrt(S)
+    (`metrics.paired_gap_se`).
     `mutual_information`: the jackknife SE of the bias-corrected estimate
     (`metrics.mutual_information_jackknife`).
 
@@ -55,7 +56,8 @@ def monte_carlo_errors(samples: np.ndarray, softmax_p: float, slopes: np.ndarray
     """`MonteCarloErrors` of S per-sample predictive distributions `samples` (S, C), with f(softmax)'s
     P(positive) `softmax_p` and f(E[w])'s slopes (S, C) (`ExplainResult.mean_attention_slopes`; None
     where f(E[w]) is the deterministic pass: then both gaps are one); `stochastic` False for a model
-    with no random layer (every error 0)."""
+    with no random layer (every error 0). Each formula is a `bam_viz.core.metrics` function, which the
+    corpus scorer's `gap_softmax_se` calls too."""
     samples = np.asarray(samples, dtype=np.float64)
     S = samples.shape[0]
     if not stochastic or (S >= 2 and (samples == samples[0]).all()):
@@ -63,11 +65,24 @@ def monte_carlo_errors(samples: np.ndarray, softmax_p: float, slopes: np.ndarray
     if S < 2:
         return MonteCarloErrors(None, None, None, None, S)
     p = samples[:, positive]                                                     # (S,)
-    paired = float((p - softmax_p).std(ddof=1) / np.sqrt(S))
+    paired = metrics.paired_gap_se(p, softmax_p)
     deng = paired if slopes is None else metrics.delta_gap_se(p, np.asarray(slopes)[:, positive])
     mi = float(metrics.mutual_information_jackknife(samples[None])[1][0]) if S >= 3 else None
-    return MonteCarloErrors(p_positive=float(p.std(ddof=1) / np.sqrt(S)), gap=deng, gap_softmax=paired,
-                            mutual_information=mi, n_samples=S)
+    return MonteCarloErrors(p_positive=metrics.mean_se(p), gap=deng, gap_softmax=paired, mutual_information=mi,
+                            n_samples=S)
+
+
+class Note(str):
+    """A plain-language notice on a result; it reads as its text. `warning` is True where the result
+    is not what was asked for (the text was cut to the model's length), False for a remark (the model
+    has no prior)."""
+
+    warning: bool
+
+    def __new__(cls, text: str, warning: bool = False):
+        note = super().__new__(cls, text)
+        note.warning = bool(warning)
+        return note
 
 
 @dataclass
@@ -113,9 +128,10 @@ class ExplainResult:
     #   categorical / softmax: empty dicts
     posterior_params: dict[str, torch.Tensor] = field(default_factory=dict)
     prior_params: dict[str, torch.Tensor] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)  # plain-language notices (truncation, clipping)
+    notes: list[Note] = field(default_factory=list)  # plain-language notices (truncation, no prior)
 
     def __post_init__(self):
+        self.notes = [n if isinstance(n, Note) else Note(n) for n in self.notes]
         if self.prior_sample_weights is None:
             if self.prior_sampler is None:
                 raise ValueError("give prior_sample_weights or a prior_sampler")
@@ -250,7 +266,7 @@ class ExplainResult:
         w = self.sample_weights
         if w.shape[0] < 2:
             return torch.zeros(self.kl.shape)
-        # The two-pass formula, written out: torch's std(0) takes ~7x longer on this shape.
+        # The two-pass formula, written out: torch's std(0) is slower on this shape (docs/performance.md).
         var = (w - w.mean(0)).square_().sum(0) / (w.shape[0] - 1)
         return var.sqrt_().mean((-1, -2))
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bam_viz.core.grids import nearest_index, with_value
 from bam_viz.core.inputs import check_n_samples, check_seed, check_text
 
 
@@ -35,19 +36,13 @@ class Sweep:
 
     def nearest(self, value: float) -> int:
         """Index of the swept value nearest to `value` (in log distance on a log scale)."""
-        if self.scale == "log":
-            return int(np.argmin(np.abs(np.log(self.values) - np.log(value))))
-        return int(np.argmin(np.abs(self.values - value)))
+        return nearest_index(self.values.tolist(), value, self.scale == "log")
 
 
 def sweep_values(model, name: str, per_decade: int = 4, linear_points: int = 16) -> list[float]:
     """A coarse grid over the slider's range, plus the trained value."""
     spec = model.attention_family.spec(name)
-    values = spec.grid(per_decade, linear_points)
-    trained = model.trained_hyper.get(name)
-    if trained is not None and spec.low <= trained <= spec.high:
-        values.append(float(trained))
-    return sorted(set(values))
+    return with_value(spec.grid(per_decade, linear_points), model.trained_hyper.get(name), spec.low, spec.high)
 
 
 def sweep(model, text: str, name: str, values: list[float] | None = None, n_samples: int = 32, seed: int = 0,

@@ -3,13 +3,13 @@ the worker process that makes the background ones.
 
 A frame is one `explain()` call reduced by `make_frame`. The explorer makes the frame a user waits
 for in the server, and the other values of the slider in the background (`bam_viz.live.grid`). Made by
-threads of the server, those background frames shared its GIL with every request: under a class of
-twenty, a press waited for a core and for the GIL behind some other student's sweep. With
+threads of the server, background frames share its GIL with every request: under a class, a press
+can wait for a core and for the GIL behind another student's sweep. With
 $BAM_VIZ_FRAME_WORKER=process, `FrameWorker` makes them in a process of its own instead, started
 once at the lowest CPU priority (nice 19): its own GIL, and a priority the kernel can honour, so a
 request being answered always runs first. It costs memory (its runtime, its own working memory and
-cache: the soak's peak rose from 2.4 to 3.1 GB) and, on a machine never idle, the sweeps may wait
-long; so threads stay the default (docs/performance.md).
+cache) and, on a machine never idle, the sweeps may wait long; so threads stay the default
+(docs/performance.md, "The sweep in a worker process", has both measured).
 
 The server sends each model to the worker once, its weights as shared memory (the server's own pages,
 mapped, not copied: `FrameScheduler.prepare` moves them there when the model is loaded), and the
@@ -80,8 +80,8 @@ class FrameParts:
 
 def quantiles(w: torch.Tensor, qs: tuple[float, ...]) -> torch.Tensor:
     """torch.quantile over dimension 0 (linear interpolation), from one sort: (len(qs), *w.shape[1:]).
-    torch.quantile (and torch's sort over 32 samples) took a fifth of a frame's time; NumPy's sort
-    along the first axis takes a tenth of that."""
+    NumPy's sort along the first axis, because torch.quantile (and torch's sort over the samples) is
+    far slower on this shape (docs/performance.md, "A new sentence in the live explorer")."""
     s = torch.from_numpy(np.sort(w.numpy(), axis=0))
     n = s.shape[0]
     out = []
@@ -152,11 +152,9 @@ def serve(address: str, parent: int, threads: int = WORKER_THREADS, nice: int = 
     import torch.multiprocessing  # noqa: F401  (registers the reductions that receive tensors as shared memory)
 
     from bam_viz.core.device import tune_allocator
+    from bam_viz.live.priority import lower_process
 
-    try:
-        os.setpriority(os.PRIO_PROCESS, 0, nice)
-    except (AttributeError, OSError):
-        pass
+    lower_process(nice)
     torch.set_num_threads(1)
     tune_allocator()
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()

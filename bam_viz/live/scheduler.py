@@ -1,5 +1,5 @@
 """The background frames of every live grid: the threads (or worker process) that make them, at
-a CPU priority below the server's requests, and the server's own priority.
+a CPU priority below the server's requests (`bam_viz.live.priority`).
 
 A grid is anything with `touched`, `started`, `frames`, `_making`, `abandoned()` and `_work(i)`:
 `bam_viz.live.grid.LiveGrid`.
@@ -16,6 +16,7 @@ from collections import deque
 from contextlib import contextmanager
 
 from bam_viz.live.frames import FrameWorker
+from bam_viz.live.priority import lower_priority
 
 WORKERS = 2                     # frames made at once: this machine's cores
 
@@ -175,56 +176,8 @@ FRAMES = FrameScheduler()
 
 
 FRAME_WORKER_ENV = "BAM_VIZ_FRAME_WORKER"
-SERVER_NICE_ENV = "BAM_VIZ_SERVER_NICE"
-# The server's niceness (`server_priority`): a browser on the server's own machine (the teacher's, on
-# the projector) gets three times the server's share of a busy core, so its slider presses do not
-# wait for the class's work. 0 turns it off.
-SERVER_NICE = 5
-NICE_STEP = 10                   # background frames this much nicer than requests: a ninth of their CPU weight
 YIELD_S = 0.25                   # the longest a background frame waits for requests being answered
 STOP_TIMEOUT_S = 30.0            # at exit, the longest the frames being made are waited for (`FrameScheduler.stop`)
-_server_nice = 0                 # what `server_priority` set
-
-
-def server_priority() -> int:
-    """Lower every thread of this process to $BAM_VIZ_SERVER_NICE (default SERVER_NICE), once, and so
-    every thread started later (a Linux thread starts at its creator's niceness): Streamlit's event
-    loop, each script run, the background frames (`lower_priority`, NICE_STEP below). Called by the
-    app as it starts. Under no contention it changes nothing: the kernel weighs niceness only between
-    threads that want the same core. Returns the niceness set (0 where none can be, as on macOS and
-    Windows, whose threads are not reniced one by one)."""
-    import os
-
-    global _server_nice
-    try:
-        want = int(os.environ.get(SERVER_NICE_ENV, SERVER_NICE))
-    except ValueError:
-        logging.getLogger(__name__).warning("bam-viz: $%s is a niceness from 0 to 19, not %r; using %d",
-                                            SERVER_NICE_ENV, os.environ[SERVER_NICE_ENV], SERVER_NICE)
-        want = SERVER_NICE
-    want = min(max(want, 0), 19)
-    if want <= _server_nice:
-        return _server_nice
-    try:
-        for tid in os.listdir("/proc/self/task"):
-            if os.getpriority(os.PRIO_PROCESS, int(tid)) < want:
-                os.setpriority(os.PRIO_PROCESS, int(tid), want)
-    except (AttributeError, OSError):
-        return _server_nice
-    _server_nice = want
-    return want
-
-
-def lower_priority() -> None:
-    """Lower the calling thread's CPU priority to NICE_STEP below the server's own (Linux schedules
-    threads one by one; elsewhere a no-op): frames made in the background yield a core to a request
-    being answered."""
-    import os
-
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), min(19, _server_nice + NICE_STEP))
-    except (AttributeError, OSError, PermissionError):
-        pass
 
 
 def wait_idle(timeout: float = 120.0) -> bool:

@@ -1,0 +1,67 @@
+"""The server's CPU priority and its background work's: what a shared machine's kernel is told.
+
+The server lowers itself once as it starts (`server_priority`, called by app.py), so that a browser
+on the same machine (the teacher's, on the projector) gets the cores before the class's work; the
+threads that make background frames go NICE_STEP lower still (`lower_priority`), and a frame worker
+process to its own niceness (`lower_process`). Niceness counts only between threads that want the same
+core: with nothing else running it changes nothing. Linux renices threads one by one; elsewhere
+these are no-ops.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+
+SERVER_NICE_ENV = "BAM_VIZ_SERVER_NICE"
+# The server's niceness (`server_priority`): a browser on the server's own machine gets three times
+# the server's share of a busy core, so its slider presses do not wait for the class's work. 0 turns it off.
+SERVER_NICE = 5
+NICE_STEP = 10                   # background frames this much nicer than requests: a ninth of their CPU weight
+_server_nice = 0                 # what `server_priority` set
+
+
+def server_priority() -> int:
+    """Lower every thread of this process to $BAM_VIZ_SERVER_NICE (default SERVER_NICE), once, and so
+    every thread started later (a Linux thread starts at its creator's niceness): Streamlit's event
+    loop, each script run, the background frames (`lower_priority`, NICE_STEP below). Called by the
+    app as it starts. Under no contention it changes nothing: the kernel weighs niceness only between
+    threads that want the same core. Returns the niceness set (0 where none can be, as on macOS and
+    Windows, whose threads are not reniced one by one). A bad value is said in the log, the default kept."""
+    global _server_nice
+    try:
+        want = int(os.environ.get(SERVER_NICE_ENV, SERVER_NICE))
+    except ValueError:
+        logging.getLogger(__name__).warning("bam-viz: $%s is a niceness from 0 to 19, not %r; using %d",
+                                            SERVER_NICE_ENV, os.environ[SERVER_NICE_ENV], SERVER_NICE)
+        want = SERVER_NICE
+    want = min(max(want, 0), 19)
+    if want <= _server_nice:
+        return _server_nice
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            if os.getpriority(os.PRIO_PROCESS, int(tid)) < want:
+                os.setpriority(os.PRIO_PROCESS, int(tid), want)
+    except (AttributeError, OSError):
+        return _server_nice
+    _server_nice = want
+    return want
+
+
+def lower_priority() -> None:
+    """Lower the calling thread's CPU priority to NICE_STEP below the server's own: frames made in the
+    background yield a core to a request being answered."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), min(19, _server_nice + NICE_STEP))
+    except (AttributeError, OSError, PermissionError):
+        pass
+
+
+def lower_process(nice: int) -> None:
+    """Set the calling process's niceness to `nice`, before it starts threads (a Linux thread starts at
+    its creator's niceness): the frame worker's, whose every frame yields to the server."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, nice)
+    except (AttributeError, OSError):
+        pass
