@@ -25,8 +25,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]   # the shared chromium launcher, and bam_viz
 import browser_latency as bl  # noqa: E402
 
-from bam_viz import load  # noqa: E402
-from bam_viz.plots import charts  # noqa: E402
+from bam_viz import load, plots  # noqa: E402
 
 TIME_JS = """async ([a, b, repeats]) => {
     const d = document.getElementById('chart');
@@ -50,12 +49,12 @@ TIME_JS = """async ([a, b, repeats]) => {
 
 def figures(result, layer: int = 5, head: int = 0) -> dict:
     return {
-        "prediction": charts.prediction_figure(result), "entropy": charts.entropy_figure(result),
-        "prior_posterior": charts.prior_posterior_figure(result, layer, head, 0),
-        "density": charts.key_density_figure(result, layer, head, 0, 1),
-        "maps": charts.sampled_maps_figure(result, layer, head),
-        "spread": charts.layer_head_figure(result, "spread", selected=(layer, head)),
-        "kl": charts.layer_head_figure(result, "kl", selected=(layer, head)),
+        "prediction": plots.prediction_figure(result), "entropy": plots.entropy_figure(result),
+        "prior_posterior": plots.prior_posterior_figure(result, layer, head, 0),
+        "density": plots.key_density_figure(result, layer, head, 0, 1),
+        "maps": plots.sampled_maps_figure(result, layer, head),
+        "spread": plots.layer_head_figure(result, "spread", selected=(layer, head)),
+        "kl": plots.layer_head_figure(result, "kl", selected=(layer, head)),
     }
 
 

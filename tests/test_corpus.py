@@ -1,12 +1,12 @@
 """bam_viz.evaluation.corpus: filters, slices, calibration bins, Spearman and AUROC against independent references
 (bam_viz.core.metrics.ece, scipy.stats.spearmanr, brute-force pair counts, sums by hand), the chart
-builders' selections and encodings, and the same numbers on the shipped scores (scores/test.parquet).
+builders' selections and encodings (bam_viz.plots.corpus), and the same numbers on the shipped scores
+(scores/test.parquet).
 """
 
 from __future__ import annotations
 
 import math
-from urllib.parse import parse_qs, urlparse
 
 import numpy as np
 import pandas as pd
@@ -18,6 +18,7 @@ from bam_viz.data import CORPORA, label_of
 from bam_viz.evaluation import corpus
 from bam_viz.evaluation.corpus import Brush, CorpusInputError, Filter
 from bam_viz.evaluation.score import scorer as score
+from bam_viz.plots import corpus as charts
 
 MEASURE = "mutual_information"
 
@@ -248,18 +249,7 @@ def test_paired_comparison_counts(frame):
         corpus.paired(frame, "alpha", "alpha", MEASURE)
 
 
-# ---- links and downloads ------------------------------------------------------------------------
-@pytest.mark.parametrize("text", ["plain words", "a & b = c? #1 100%", "<b>bold</b> +plus+",
-                                  "emoji 😍 and עברית", "line\nbreak\ttab"])
-def test_the_explorer_link_carries_text_and_model(text):
-    link = corpus.explorer_link(text, "bam-wc")
-    url = urlparse(link)
-    assert link.startswith("./?") and url.path == "./"
-    assert parse_qs(url.query, keep_blank_values=True) == {"text": [text], "model": ["bam-wc"]}
-    assert " " not in link and "\n" not in link
-    assert parse_qs(urlparse(corpus.explorer_link(text, None)).query) == {"text": [text]}
-
-
+# ---- downloads ----------------------------------------------------------------------------------
 def test_the_download_holds_the_scored_columns_only(frame):
     back = pd.read_csv(__import__("io").BytesIO(corpus.scored_csv(frame)))
     assert list(back.columns) == list(score.COLUMNS) and len(back) == len(frame)
@@ -283,8 +273,8 @@ def _marks(spec: dict) -> list[dict]:
 
 
 def test_reliability_chart_has_an_x_brush_over_confidence(frame):
-    spec = corpus.reliability_chart(corpus.reliability(frame)).to_dict()
-    select, brushed = _params(spec)[corpus.RELIABILITY_BRUSH]
+    spec = charts.reliability_chart(corpus.reliability(frame)).to_dict()
+    select, brushed = _params(spec)[charts.RELIABILITY_BRUSH]
     assert select == {"type": "interval", "encodings": ["x"]}
     assert len(brushed) == 1 and brushed[0]["encoding"]["x"]["field"] == "confidence"
     assert brushed[0]["encoding"]["size"]["field"] == "count"
@@ -296,31 +286,36 @@ def test_reliability_chart_has_an_x_brush_over_confidence(frame):
 @pytest.mark.parametrize("measure", list(corpus.MEASURES))
 def test_scatter_brushes_the_measure_and_the_raters_std(frame, measure):
     rows = frame[frame["model"] == "alpha"]
-    spec = corpus.uncertainty_scatter(rows, measure).to_dict()
-    select, (brushed,) = _params(spec)[corpus.SCATTER_BRUSH]
+    spec = charts.uncertainty_scatter(rows, measure, measure_title=corpus.MEASURES[measure]).to_dict()
+    select, (brushed,) = _params(spec)[charts.SCATTER_BRUSH]
     assert select == {"type": "interval"} and brushed is spec
     enc = spec["encoding"]
     assert (enc["x"]["field"], enc["y"]["field"], enc["color"]["field"]) == (measure, "raters_std", "outcome")
+    assert enc["x"]["title"] == corpus.MEASURES[measure]
     assert len(next(iter(spec["datasets"].values()))) == len(rows)
 
 
 def test_scatter_leaves_out_sentences_without_raters(frame):
     rows = frame[frame["model"] == "alpha"].copy()
     rows.loc[rows.index[:10], "raters_std"] = np.nan
-    spec = corpus.uncertainty_scatter(rows, MEASURE).to_dict()
+    spec = charts.uncertainty_scatter(rows, MEASURE, measure_title=corpus.MEASURES[MEASURE]).to_dict()
     assert len(next(iter(spec["datasets"].values()))) == len(rows) - 10
 
 
 def test_domain_chart_orders_corpora_and_brushes_x(frame):
-    spec = corpus.domain_chart(frame[frame["model"] == "alpha"], MEASURE).to_dict()
-    select, (tick,) = _params(spec)[corpus.DOMAIN_BRUSH]
+    spec = charts.domain_chart(frame[frame["model"] == "alpha"], MEASURE, measure_title=corpus.MEASURES[MEASURE],
+                                corpora=list(CORPORA), in_domain=corpus.IN_DOMAIN).to_dict()
+    select, (tick,) = _params(spec)[charts.DOMAIN_BRUSH]
     assert select == {"type": "interval", "encodings": ["x"]} and tick["mark"]["type"] == "tick"
     assert tick["encoding"]["x"]["field"] == MEASURE and tick["encoding"]["y"]["sort"] == list(CORPORA)
+    # the training domain in blue, the others orange
+    assert tick["encoding"]["color"]["scale"]["range"] == ["#4c78a8" if c == corpus.IN_DOMAIN else "#f58518"
+                                                            for c in CORPORA]
 
 
 def test_paired_chart_marks_disagreements(frame):
     pairs = corpus.paired(frame, "alpha", "beta", MEASURE)
-    spec = corpus.paired_chart(pairs, "alpha", "beta", MEASURE).to_dict()
+    spec = charts.paired_chart(pairs, "alpha", "beta", MEASURE, measure_title=corpus.MEASURES[MEASURE]).to_dict()
     points = next(m for m in _marks(spec) if m["encoding"].get("color"))
     assert points["encoding"]["x"]["field"] == f"{MEASURE}_a" and points["encoding"]["y"]["field"] == f"{MEASURE}_b"
     data = next(d for d in spec["datasets"].values() if len(d) == len(pairs))
@@ -330,8 +325,9 @@ def test_paired_chart_marks_disagreements(frame):
 def test_tooltips_shorten_long_sentences(frame):
     rows = frame[frame["model"] == "alpha"].copy()
     rows["text"] = "x" * 500
-    data = next(iter(corpus.uncertainty_scatter(rows, MEASURE).to_dict()["datasets"].values()))
-    assert {len(r["text"]) for r in data} == {corpus.TOOLTIP_CHARS}
+    spec = charts.uncertainty_scatter(rows, MEASURE, measure_title=corpus.MEASURES[MEASURE]).to_dict()
+    data = next(iter(spec["datasets"].values()))
+    assert {len(r["text"]) for r in data} == {charts.TOOLTIP_CHARS}
 
 
 # ---- the shipped scores -------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from streamlit.testing.v1 import AppTest
 from bam_viz.evaluation import corpus
 from bam_viz.evaluation.corpus import Filter
 from bam_viz.evaluation.score import scorer as score
+from bam_viz.plots import corpus as corpus_charts
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 PAGE = "views/corpus.py"
@@ -133,7 +134,7 @@ def test_a_brush_filters_the_table_and_the_other_charts_not_itself(shipped):
     reliability_before = chart_rows(at, "corpus_reliability_")
     ref = shipped[shipped["model"] == "bam-wc"]
     lo, hi = ref[MEASURE].quantile([0.5, 0.9]).tolist()
-    at.session_state[chart_key(at, "scatter")] = {"selection": {corpus.SCATTER_BRUSH: {
+    at.session_state[chart_key(at, "scatter")] = {"selection": {corpus_charts.SCATTER_BRUSH: {
         MEASURE: [lo, hi], "raters_std": [0.0, 1.5]}}}
     ok(at.run())
     expected = ref[ref[MEASURE].between(lo, hi) & ref["raters_std"].between(0.0, 1.5)]
@@ -143,7 +144,7 @@ def test_a_brush_filters_the_table_and_the_other_charts_not_itself(shipped):
     assert chart_rows(at, "corpus_reliability_") <= reliability_before
     assert any(c.value.startswith("Brushed:") for c in at.caption)
     # a second brush, on the reliability diagram's confidence, narrows the table further
-    at.session_state[chart_key(at, "reliability")] = {"selection": {corpus.RELIABILITY_BRUSH: {
+    at.session_state[chart_key(at, "reliability")] = {"selection": {corpus_charts.RELIABILITY_BRUSH: {
         "confidence": [0.9, 1.0]}}}
     ok(at.run())
     both = expected[expected["confidence"].between(0.9, 1.0)]

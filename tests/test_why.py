@@ -47,7 +47,7 @@ def test_the_band_is_drawn_where_its_numbers_say():
     assert (float(band[1]), float(band[2])) == (25.0, 75.0)            # -scale/2 -> 25%, +scale -> 100%
     assert 'class="bv-dot" style="left:50.0%"' in out                  # the mean, at zero
     assert 'class="bv-softmax" style="left:60.0%"' in out              # f(softmax)'s, at a fifth of the scale
-    assert "<svg" not in out                                           # st.html's DOMPurify would drop it
+    assert "<svg" not in out                                           # plain boxes (views/why_view.py says why)
     assert f"{why.ATTRIBUTION_SCALE / 5:+.3f} at the deterministic pass f(softmax)" in out
     assert "at the deterministic pass f(softmax)" in why.legend_html("positive")
     assert "mean attention" not in out + why.legend_html("positive")

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import streamlit as st
 
+from bam_viz.core.text import display_token
 from bam_viz.inference.posterior import describe
-from bam_viz.plots import charts, why
+from bam_viz.plots import why
+from bam_viz.plots.format import signed
+from bam_viz.plots.wording import count
 from views import state
+from views.text import md_escape
 
 ss = st.session_state
 
@@ -65,7 +69,7 @@ def why_section(view: state.View, model) -> None:
                                               "why_steps": steps})
     n = samples if model.stochastic else 1
     try:
-        with st.spinner(f"Integrating gradients: {charts.count(n, 'attention sample')} and the deterministic "
+        with st.spinner(f"Integrating gradients: {count(n, 'attention sample')} and the deterministic "
                         f"pass, {steps} steps each…", show_time=True):
             attr = state.get_attribution(model, view.name, view.text, view.hyper, n, view.seed, steps, target, layer)
     except ValueError as err:
@@ -74,6 +78,8 @@ def why_section(view: state.View, model) -> None:
 
     mean, band = attr.mean.numpy(), attr.band.numpy()
     st.markdown(f"**Which words moved P({attr.target})** — {_sentence(attr.tokens, mean)}")
+    # The strip's bands are plain positioned boxes, not SVG: st.html passes its HTML through
+    # DOMPurify, which drops <svg>.
     st.html(why.token_strip_html(tokens, mean, band[0], band[1], attr.softmax.numpy(), attr.target)
             + why.legend_html(attr.target))
     st.caption(_completeness(attr))
@@ -91,7 +97,7 @@ def why_section(view: state.View, model) -> None:
         st.plotly_chart(figure, key="why_attention_map")
         st.caption(f"Attention attribution (Hao et al., AAAI 2021): Integrated Gradients of P({attr.target}) with "
                    f"respect to layer {layer}'s attention weights, scaled from zero to their value"
-                   + (f", averaged over {charts.count(S, 'sample')} (each sample's own weights); the third map is "
+                   + (f", averaged over {count(S, 'sample')} (each sample's own weights); the third map is "
                       "the width of its 5-95% band." if stochastic else " (this layer's attention is deterministic).")
                    + (" In the top layer only [CLS]'s row reaches the prediction: the other rows are not computed."
                       if layer == model.n_layers - 1 else ""))
@@ -104,12 +110,12 @@ def _sentence(tokens: list[str], mean) -> str:
     inner = list(range(1, len(tokens) - 1)) or list(range(len(tokens)))
     up = max(inner, key=lambda i: float(mean[i]))
     down = min(inner, key=lambda i: float(mean[i]))
-    word = lambda i: charts.md_escape(charts.display_token(tokens[i]))  # noqa: E731
+    word = lambda i: md_escape(display_token(tokens[i]))  # noqa: E731
     parts = []
     if float(mean[up]) > 0:
-        parts.append(f"“{word(up)}” raised it most ({charts.signed(float(mean[up]))})")
+        parts.append(f"“{word(up)}” raised it most ({signed(float(mean[up]))})")
     if float(mean[down]) < 0:
-        parts.append(f"“{word(down)}” lowered it most ({charts.signed(float(mean[down]))})")
+        parts.append(f"“{word(down)}” lowered it most ({signed(float(mean[down]))})")
     return "; ".join(parts) + "." if parts else "no token moved it."
 
 
@@ -139,11 +145,11 @@ def _label_posterior(view: state.View, model, layer: int) -> None:
         return
     st.plotly_chart(why.label_posterior_figure(lp), key="why_label_posterior")
     for label in lp.labels:
-        st.markdown("- " + charts.md_escape(describe(lp, label)))
+        st.markdown("- " + md_escape(describe(lp, label)))
     if lp.method == "importance":
         ess = ", ".join(f"{label} {e:.1f}" for label, e in zip(lp.labels, lp.ess, strict=True))
         line = (f"Layer {lp.layer}'s [CLS] row, head mean. Importance-weighted from the explorer's "
-                f"{charts.count(lp.n_samples, 'attention sample')} (weights p(y | x, z)); "
+                f"{count(lp.n_samples, 'attention sample')} (weights p(y | x, z)); "
                 f"effective sample size: {ess}.")
         (st.caption if all(lp.reliable) else st.warning)(
             line if all(lp.reliable) else line + " Too few effective samples to trust this: draw more samples.")

@@ -57,6 +57,9 @@ class LognormalFamily(AttentionFamily):
         log_pi = masked_log_softmax(prior_logits, mask)
         return LogNormal(log_pi - hyper.prior_sigma**2 / 2, torch.full_like(log_pi, hyper.prior_sigma))
 
+    def cell_distributions(self, posterior, prior):
+        return LogNormal(posterior["loc"], posterior["sigma"]), LogNormal(prior["loc"], prior["sigma"])
+
     def key_marginals(self, posterior_row, prior_row, key):
         from scipy import stats
 

@@ -94,6 +94,9 @@ class WeibullFamily(AttentionFamily):
         alpha = (hyper.beta * log_pi.exp()).clamp_min(torch.finfo(log_pi.dtype).tiny)
         return Gamma(alpha, torch.full_like(alpha, hyper.beta))
 
+    def cell_distributions(self, posterior, prior):
+        return Weibull(posterior["scale"], posterior["shape_k"]), Gamma(prior["alpha"], prior["beta"])
+
     def key_marginals(self, posterior_row, prior_row, key):
         from scipy import stats
 

@@ -14,7 +14,7 @@ import plotly.colors
 from bam_viz.core.labels import LABELS
 
 PRIOR_COLOUR = "#9e9e9e"
-PI_COLOUR = "#555555"                # the prior's pi, marked on its bars (live.js: COLOURS.now)
+PI_COLOUR = "#555555"                # the prior's pi, marked on its bars
 POSTERIOR_COLOUR = "#1f77b4"
 MEAN_ATTENTION_COLOUR = "#d62728"    # f(E[w]), the pass at the samples' mean weights (as the page draws it)
 SOFTMAX_COLOUR = "#7b1fa2"           # f(softmax) and softmax(psi): the deterministic pass
@@ -38,3 +38,24 @@ STD_RANGE = (0.0, 0.5)       # a weight's std, and the spread (its mean): a valu
 KL_DECADES = 6               # KL is coloured by log10(1 + KL) over [0, 6]: 0 to 10^6 nats, more clips to the top
 MESSAGE_CHARS = 34           # a message figure's line fits a narrow column (~250 px at 13 px)
 AXIS_TITLE_CHARS = 20        # an axis title's line fits the plot area of a narrow column (~150 px at 14 px)
+
+# ---- the live page --------------------------------------------------------------------------------
+# The explorer's JavaScript (views/live/) keeps no constants of its own: `bam_viz.live.grid.page_style`
+# sends these in every payload's header, with the colour scales and fixed ranges above.
+MI_COLOUR = "#ff8a65"                    # the mutual information: epistemic uncertainty
+ALEATORIC_COLOUR = "#8c9eff"             # the expected entropy: aleatoric uncertainty
+MC_BAND_FILL = "rgba(44,160,44,0.18)"    # E[f(z)] ± 2 SE: MC_COLOUR, translucent
+PRIOR_FILL = "rgba(158,158,158,0.2)"     # under the prior's density: PRIOR_COLOUR, translucent
+POSTERIOR_FILL = "rgba(31,119,180,0.2)"  # under the posterior's density: POSTERIOR_COLOUR, translucent
+MARKER_COLOUR = "#555555"                # the current and the trained value, marked on the sweep
+SELECTED_COLOUR = "#d62728"              # the square around the selected head on the layer x head grids
+THRESHOLD_COLOUR = "#9e9e9e"             # P(positive) = 0.5 on the page's histogram
+BAR_TICK_TOKENS = 48                     # the page's bars label their keys up to this many (maps: MAX_TICK_TOKENS)
+# Each colour by the role it plays on the page.
+PAGE_COLOURS = {
+    "prior": PRIOR_COLOUR, "posterior": POSTERIOR_COLOUR, "pi": PI_COLOUR, "softmax": SOFTMAX_COLOUR,
+    "mc": MC_COLOUR, "mc_band": MC_BAND_FILL, "mean_attention": MEAN_ATTENTION_COLOUR, "mi": MI_COLOUR,
+    "aleatoric": ALEATORIC_COLOUR, "deterministic": DETERMINISTIC_COLOUR, "prior_fill": PRIOR_FILL,
+    "posterior_fill": POSTERIOR_FILL, "marker": MARKER_COLOUR, "selected": SELECTED_COLOUR,
+    "threshold": THRESHOLD_COLOUR,
+}

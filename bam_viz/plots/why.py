@@ -3,7 +3,7 @@ maps, and the attention the model would pay if told the label. Pure functions of
 results (`bam_viz.inference.attribution.Attribution`, `bam_viz.inference.posterior.LabelPosterior`), tested without a
 browser.
 
-Tokens reach the page only through `html.escape` (the strip) or `charts.axis_labels` (figures):
+Tokens reach the page only through `html.escape` (the strip) or `tokens.axis_labels` (figures):
 Captum's own `visualize_text` inserts tokens unescaped, so a review containing
 `<img src=x onerror=...>` would run its script.
 
@@ -20,7 +20,10 @@ import numpy as np
 import plotly.colors
 import plotly.graph_objects as go
 
-from bam_viz.plots import charts
+from bam_viz.core.text import display_token
+from bam_viz.plots import kit
+from bam_viz.plots.style import POSTERIOR_COLOUR, PRIOR_COLOUR, STD_SCALE, WEIGHT_SCALE
+from bam_viz.plots.tokens import axis_labels
 
 ATTRIBUTION_SCALE = 0.5           # |attribution| (a share of P(target)) drawn at full colour
 # Diverging, zero-centred, readable by the colour-blind (ColorBrewer RdBu): red lowers P(target),
@@ -89,12 +92,12 @@ def token_strip_html(tokens: list[str], mean: np.ndarray, low: np.ndarray, high:
 
     chips = []
     for i, token in enumerate(tokens):
-        shown = html.escape(charts.display_token(token), quote=False)
-        tip = html.escape(f"{charts.display_token(token)} (token {i}): {_signed(mean[i])} on average over samples, "
+        shown = html.escape(display_token(token), quote=False)
+        tip = html.escape(f"{display_token(token)} (token {i}): {_signed(mean[i])} on average over samples, "
                           f"5-95% {_signed(low[i])} to {_signed(high[i])}; {_signed(softmax[i])} at the "
                           f"deterministic pass f(softmax). Effect on P({target}).", quote=True)
         lo, hi = sorted((x(low[i]), x(high[i])))
-        # Plain positioned boxes, not SVG: Streamlit's st.html passes HTML through DOMPurify, which drops <svg>.
+        # Plain positioned boxes, no SVG, which HTML sanitisers may drop.
         band = (f'<div class="bv-band" aria-hidden="true"><div class="bv-zero"></div>'
                 f'<div class="bv-range" style="left:{lo:.1f}%;width:{max(hi - lo, 0.8):.1f}%"></div>'
                 f'<div class="bv-softmax" style="left:{x(softmax[i]):.1f}%"></div>'
@@ -115,23 +118,23 @@ def legend_html(target: str, scale: float = ATTRIBUTION_SCALE) -> str:
 # ---- figures ------------------------------------------------------------------------------------
 def label_posterior_figure(lp) -> go.Figure:
     """Where the [CLS] query looks: p(z | x) (the prior, grey) and p(z | x, y) for each label."""
-    labels = charts.axis_labels(list(lp.tokens))
-    data = [{"type": "bar", "name": "p(z | x): not told", "x": labels, "y": charts._np(lp.prior).tolist(),
-             "marker": {"color": charts.PRIOR_COLOUR}}]
+    labels = axis_labels(list(lp.tokens))
+    data = [{"type": "bar", "name": "p(z | x): not told", "x": labels, "y": kit.finite(lp.prior).tolist(),
+             "marker": {"color": PRIOR_COLOUR}}]
     for k, label in enumerate(lp.labels):
         data.append({"type": "bar", "name": f"p(z | x, y = {label})", "x": labels,
-                     "y": charts._np(lp.posterior[k]).tolist(),
-                     "marker": {"color": LABEL_COLOURS.get(label, charts.POSTERIOR_COLOUR)},
-                     "customdata": charts._np(lp.log_lik[k]).tolist(),
+                     "y": kit.finite(lp.posterior[k]).tolist(),
+                     "marker": {"color": LABEL_COLOURS.get(label, POSTERIOR_COLOUR)},
+                     "customdata": kit.finite(lp.log_lik[k]).tolist(),
                      "hovertemplate": "%{x}: %{y:.3f}<br>log p(y | x, z) = %{customdata:.3f}<extra>"
                                       + html.escape(label) + "</extra>"})
     title = ("Attention given the label (exact)" if lp.method == "exact" else
              "Attention given the label (importance-weighted)" if lp.method == "importance" else
              "Attention given the label (deterministic: nothing to update)")
-    layout = charts._layout(title, 320, barmode="group",
-                            xaxis=charts._axis(tickangle=-45, type="category"),
-                            yaxis=charts._axis(title={"text": "weight of the key"}, rangemode="tozero"))
-    return charts._figure(data, charts._margin(layout, b=charts._label_px(labels) + 10, l=60))
+    layout = kit.layout(title, 320, barmode="group",
+                        xaxis=kit.axis(tickangle=-45, type="category"),
+                        yaxis=kit.axis(title={"text": "weight of the key"}, rangemode="tozero"))
+    return kit.figure(data, kit.margin(layout, b=kit.label_px(labels) + 10, l=60))
 
 
 def attention_attribution_figure(tokens: list[str], attention: np.ndarray, attribution: np.ndarray,
@@ -139,13 +142,13 @@ def attention_attribution_figure(tokens: list[str], attention: np.ndarray, attri
     """Beside the attention map (query rows, key columns), its attribution (Hao et al. 2021: IG of
     P(target) with respect to the weights, scaled from zero): diverging and zero-centred; and where
     the layer is stochastic, the width of its 5-95% band over samples."""
-    labels = charts.axis_labels(list(tokens))
-    attention, attribution = charts._np(attention), np.nan_to_num(np.asarray(attribution, dtype=np.float64))
+    labels = axis_labels(list(tokens))
+    attention, attribution = kit.finite(attention), np.nan_to_num(np.asarray(attribution, dtype=np.float64))
     reach = float(np.abs(attribution).max()) or 1e-6
-    panels = [("attention", attention, charts.WEIGHT_SCALE, 0.0, 1.0),
+    panels = [("attention", attention, WEIGHT_SCALE, 0.0, 1.0),
               ("attribution", attribution, DIVERGING, -reach, reach)]
     if band is not None:
-        panels.append(("band width", np.nan_to_num(np.asarray(band, dtype=np.float64)), charts.STD_SCALE, 0.0,
+        panels.append(("band width", np.nan_to_num(np.asarray(band, dtype=np.float64)), STD_SCALE, 0.0,
                        float(np.nanmax(band)) or 1e-6))
     n = len(panels)
     data, layout_axes = [], {}
@@ -158,11 +161,11 @@ def attention_attribution_figure(tokens: list[str], attention: np.ndarray, attri
                      "zmin": lo, "zmax": hi, "xaxis": f"x{suffix}", "yaxis": f"y{suffix}",
                      "colorbar": {"len": 0.8, "thickness": 10, "x": x0 + width + 0.005, "xpad": 2},
                      "hovertemplate": f"query %{{y}} → key %{{x}}: %{{z:.4f}}<extra>{name}</extra>"})
-        layout_axes[f"xaxis{suffix}"] = charts._axis(domain=[x0, x0 + width - 0.02], type="category", tickangle=-45,
-                                                     title={"text": name})
-        layout_axes[f"yaxis{suffix}"] = charts._axis(type="category", autorange="reversed",
-                                                     showticklabels=k == 0, anchor=f"x{suffix}")
-    layout = charts._layout(f"Layer {layer}, head {head}: attention and its attribution", 420, legend=False,
-                            **layout_axes)
-    px = charts._label_px(labels)
-    return charts._figure(data, charts._margin(layout, b=px + 40, l=px + 10))
+        layout_axes[f"xaxis{suffix}"] = kit.axis(domain=[x0, x0 + width - 0.02], type="category", tickangle=-45,
+                                                 title={"text": name})
+        layout_axes[f"yaxis{suffix}"] = kit.axis(type="category", autorange="reversed",
+                                                 showticklabels=k == 0, anchor=f"x{suffix}")
+    layout = kit.layout(f"Layer {layer}, head {head}: attention and its attribution", 420, legend=False,
+                        **layout_axes)
+    px = kit.label_px(labels)
+    return kit.figure(data, kit.margin(layout, b=px + 40, l=px + 10))

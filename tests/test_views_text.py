@@ -1,0 +1,33 @@
+"""views/text.py: the pages' text helpers, Markdown escaping, token options and explorer links."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from views.text import explorer_link, md_escape, token_option
+
+HOSTILE = ["[CLS]", "<script>alert(1)</script>", "a&b", "<b>", "the", "the", "\u200b", "\x07", "שלום",
+           "[SEP]"]
+
+
+def test_markdown_is_escaped_to_show_as_typed():
+    assert md_escape("$x$ *a* :red[b]") == "\\$x\\$ \\*a\\* \\:red\\[b\\]"
+    assert md_escape("<script>") == "\\<script\\>"
+
+
+def test_a_token_option_is_its_index_and_visible_text():
+    assert token_option(HOSTILE, 7) == "7: \\u0007"
+    assert token_option(HOSTILE, 1) == "1: <script>alert(1)</script>"
+
+
+@pytest.mark.parametrize("text", ["plain words", "a & b = c? #1 100%", "<b>bold</b> +plus+",
+                                  "emoji 😍 and עברית", "line\nbreak\ttab"])
+def test_the_explorer_link_carries_text_and_model(text):
+    link = explorer_link(text, "bam-wc")
+    url = urlparse(link)
+    assert link.startswith("./?") and url.path == "./"
+    assert parse_qs(url.query, keep_blank_values=True) == {"text": [text], "model": ["bam-wc"]}
+    assert " " not in link and "\n" not in link
+    assert parse_qs(urlparse(explorer_link(text, None)).query) == {"text": [text]}
