@@ -533,6 +533,40 @@ def test_key_marginals_match_the_torch_objects(name):
             assert marginal.var() == pytest.approx(float(dist.variance[at][key]), rel=1e-6)
 
 
+# ---- one cell's distributions from its parameters ------------------------------------------------
+CELLWISE = ["weibull", "lognormal"]          # a score distribution per attention cell
+
+
+@pytest.mark.parametrize("name", CELLWISE)
+@pytest.mark.parametrize("where", ["default", "middle"])
+def test_cell_distributions_are_the_reported_parameters_as_torch_objects(name, where):
+    fam = families.get(name)
+    h = hyper_at(fam, where)
+    scores, prior_logits, _ = random_inputs(False, seed=2)
+    log_p, log_pi = scores.log_softmax(-1), prior_logits.log_softmax(-1)
+    st = fam.statistics(log_p, log_pi, torch.ones_like(log_p, dtype=torch.bool), h)
+    q, p = fam.cell_distributions(st.posterior, st.prior)
+    torch.testing.assert_close(kl_divergence(q, p), st.kl, rtol=1e-9, atol=1e-9)
+    # The same laws as the layer's own objects (built from scores and prior logits) ...
+    torch.testing.assert_close(q.mean, fam.posterior(scores, h).mean, rtol=1e-9, atol=0)
+    torch.testing.assert_close(p.mean, fam.prior(prior_logits, h).mean.expand_as(p.mean), rtol=1e-9, atol=0)
+    # ... and as the density panel's SciPy marginals, at each one's quartiles.
+    row = (1, 2, 3)
+    for key in range(6):
+        mq, mp = fam.key_marginals({k: v[row] for k, v in st.posterior.items()},
+                                   {k: v[row] for k, v in st.prior.items()}, key)
+        for marginal, dist in ((mq, q), (mp, p)):
+            x = torch.tensor(marginal.ppf([0.25, 0.5, 0.75]), dtype=torch.float64)
+            got = dist.log_prob(x.reshape(3, 1, 1, 1, 1))[:, 1, 2, 3, key]
+            assert np.allclose(got.numpy(), marginal.logpdf(x.numpy()), rtol=1e-9)
+
+
+@pytest.mark.parametrize("name", [n for n in families.names() if n not in CELLWISE])
+def test_a_family_without_cell_distributions_says_so(name):
+    with pytest.raises(ValueError, match="no distribution per attention cell"):
+        families.get(name).cell_distributions({}, {})
+
+
 def test_density_variable_names_what_the_marginal_is_of():
     assert families.get("dirichlet").density_variable == "weight w_ij"
     for name in WITH_DENSITY:

@@ -1,8 +1,10 @@
-"""bam_viz.theory.lab: every panel's number reproduced, every closed form checked against SciPy or Monte
-Carlo, and the real-model parts against the model's own entry points."""
+"""bam_viz.theory: every panel's number reproduced, every closed form checked against SciPy or Monte
+Carlo, the real-model parts against the model's own entry points, and the lab's rules: its sliders
+offer what they offered, and it asks the family registry rather than naming a family."""
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import re
@@ -16,12 +18,12 @@ import torch
 from scipy import integrate, stats
 
 import bam_viz
-from bam_viz import zoo
+from bam_viz import families, theory, zoo
 from bam_viz.bench.theory import run_theory_bench
 from bam_viz.inference import gaps
 from bam_viz.inference.explain import lower_states
 from bam_viz.nn.attention import Mode, probe
-from bam_viz.theory import lab as theory
+from bam_viz.theory.common import log_grid
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_TEXT = json.loads((ROOT / "views" / "examples.json").read_text())
@@ -39,7 +41,7 @@ def categorical():
 
 
 def validated(fig: go.Figure) -> None:
-    """Builders skip plotly's validation for speed (charts._figure): re-validating must change nothing."""
+    """Builders skip plotly's validation for speed (bam_viz.plots.kit.figure): re-validating must change nothing."""
     again = go.Figure(fig.to_dict())
     assert json.loads(again.to_json()) == json.loads(fig.to_json())
 
@@ -314,7 +316,7 @@ LOGNORMAL_CASES = [(-1.0, 0.3, -1.5, 1.0), (0.5, 1.2, -2.0, 0.4)]
 
 @pytest.mark.parametrize("k, lam, alpha, beta", WEIBULL_CASES)
 def test_weibull_gamma_against_scipy(k, lam, alpha, beta):
-    pair = theory.weibull_gamma(k, lam, alpha, beta)
+    pair = theory.score_pair("weibull", k, lam, alpha, beta)
     q, p = stats.weibull_min(c=k, scale=lam), stats.gamma(a=alpha, scale=1 / beta)
     s = torch.tensor(q.ppf([0.01, 0.3, 0.7, 0.99]), dtype=torch.float64)
     assert np.allclose(pair.posterior.log_prob(s).exp(), q.pdf(s.numpy()), rtol=1e-10)
@@ -327,7 +329,7 @@ def test_weibull_gamma_against_scipy(k, lam, alpha, beta):
 
 @pytest.mark.parametrize("mu, s, mu_p, s_p", LOGNORMAL_CASES)
 def test_lognormal_pair_against_scipy(mu, s, mu_p, s_p):
-    pair = theory.lognormal_pair(mu, s, mu_p, s_p)
+    pair = theory.score_pair("lognormal", mu, s, mu_p, s_p)
     q, p = stats.lognorm(s=s, scale=math.exp(mu)), stats.lognorm(s=s_p, scale=math.exp(mu_p))
     x = torch.tensor(q.ppf([0.01, 0.5, 0.99]), dtype=torch.float64)
     assert np.allclose(pair.posterior.log_prob(x).exp(), q.pdf(x.numpy()), rtol=1e-10)
@@ -336,8 +338,8 @@ def test_lognormal_pair_against_scipy(mu, s, mu_p, s_p):
     assert pair.kl() == pytest.approx(kl_quad, rel=1e-6, abs=1e-8)
 
 
-@pytest.mark.parametrize("pair", [theory.weibull_gamma(*c) for c in WEIBULL_CASES]
-                         + [theory.lognormal_pair(*c) for c in LOGNORMAL_CASES])
+@pytest.mark.parametrize("pair", [theory.score_pair("weibull", *c) for c in WEIBULL_CASES]
+                         + [theory.score_pair("lognormal", *c) for c in LOGNORMAL_CASES])
 def test_closed_form_kl_within_the_monte_carlo_error(pair):
     check = theory.kl_check(pair, n=50_000, seed=1)
     assert abs(check.closed_form - check.monte_carlo) < 4 * check.se
@@ -348,20 +350,22 @@ def test_closed_form_kl_within_the_monte_carlo_error(pair):
 
 def test_normalised_spread_tends_to_one_scores_spread():
     shapes = np.array([1.0, 3.0, 10.0])
-    for family in (theory.WEIBULL, theory.LOGNORMAL):
-        sp = theory.normalised_spread(family, shapes if family == theory.WEIBULL else shapes / 10,
+    for family in ("weibull", "lognormal"):
+        sp = theory.normalised_spread(family, shapes if family == "weibull" else shapes / 10,
                                       n_keys=(2, 200), n_draws=4000, seed=0)
-        ref = (stats.weibull_min(c=sp.shapes) if family == theory.WEIBULL else stats.lognorm(s=sp.shapes))
+        ref = (stats.weibull_min(c=sp.shapes) if family == "weibull" else stats.lognorm(s=sp.shapes))
         assert np.allclose(sp.score_cv, ref.std() / ref.mean(), rtol=1e-10)
         assert np.all(sp.cv[0] < sp.cv[1])                    # two keys damp the noise more than 200
         assert np.allclose(sp.cv[1], sp.score_cv, rtol=0.15)   # at N = 200: nearly one score's own CV
         # Less randomness for larger k (Weibull) or smaller sigma (Lognormal), at every N.
-        order = 1 if family == theory.WEIBULL else -1
+        order = 1 if family == "weibull" else -1
         assert np.all(np.diff(sp.cv[:, ::order], axis=1) < 0)
 
 
-@pytest.mark.parametrize("make", [lambda: theory.weibull_gamma(-1, 1, 1, 1), lambda: theory.lognormal_pair(0, 0, 0, 1),
-                                  lambda: theory.normalised_spread("gamma")])
+@pytest.mark.parametrize("make", [lambda: theory.score_pair("weibull", -1, 1, 1, 1),
+                                  lambda: theory.score_pair("lognormal", 0, 0, 0, 1),
+                                  lambda: theory.score_pair("lognormal", 0, 1, 0),
+                                  lambda: theory.score_pair("gamma", 1, 1), lambda: theory.normalised_spread("gamma")])
 def test_bad_distribution_parameters_are_refused(make):
     with pytest.raises(ValueError):
         make()
@@ -400,23 +404,41 @@ def test_a_card_without_metrics_gives_no_half_row(tmp_path):
 
 
 def test_the_seed_spread_is_the_one_measured_in_results_md():
+    """Read by an independent parse of docs/results.md's seed table: the larger sd of each column."""
     results = (ROOT / "docs" / "results.md").read_text()
     table = results[results.index("## Spread over training seeds"):]
     table = table[:table.index("\n## ", 3)]
+    spread = theory.seed_spread()
     for key, column in (("nll", 4), ("ece", 5)):
         sds = [float(m) for m in re.findall(r"± (\d\.\d+)", "\n".join(
             line.split("|")[column] for line in table.splitlines() if line.startswith("| softmax |")
             or line.startswith("| bam-wc |")))]
-        assert theory.SEED_SD[key] == max(sds)
+        assert spread[key] == max(sds)
+    assert set(spread) == {"nll", "ece"}                  # no AUROC has a seed spread
+
+
+def test_the_seed_spread_reads_its_table_and_decides_the_caption(tmp_path):
+    doc = tmp_path / "results.md"
+    doc.write_text("# Results\n\n## Spread over training seeds\n\nText.\n\n"
+                   "| model | seeds | ECE | NLL |\n|---|---|---|---|\n"
+                   "| a | 3 | 0.050 ± 0.002 (0.05, 0.05, 0.05) | 0.3 ± 0.100 (0.2, 0.3, 0.4) |\n"
+                   "| b | 3 | 0.040 ± 0.030 (0.01, 0.04, 0.07) | 0.3 ± 0.010 (0.3, 0.3, 0.3) |\n\n"
+                   "## Next\n\n| NLL |\n|---|\n| 9 ± 9.000 |\n")
+    assert theory.seed_spread(doc) == {"nll": 0.1, "ece": 0.03}
+    assert theory.seed_spread(tmp_path / "missing.md") == {}
+    rows = theory.uncertainty_table()
+    assert "spread between training seeds" not in theory.uncertainty_caption(rows)
+    assert "within the spread" in theory.uncertainty_caption(rows, {"nll": 10.0})
+    assert "beyond the spread" in theory.uncertainty_caption(rows, {"nll": 0.0})
 
 
 # ---- every figure, and the bench ------------------------------------------------------------------
 def test_every_figure_passes_plotly_validation(bam_wc, alignment):
     toy = theory.ExchangeableToy()
     ex = theory.toy_example(toy, 32)
-    pair = theory.weibull_gamma(2.0, 0.3, 0.5, 1.0)
+    pair = theory.score_pair("weibull", 2.0, 0.3, 0.5, 1.0)
     check = theory.kl_check(pair, n=1000)
-    sp = theory.normalised_spread(theory.LOGNORMAL, [0.1, 0.5], n_keys=(2, 5), n_draws=100)
+    sp = theory.normalised_spread("lognormal", [0.1, 0.5], n_keys=(2, 5), n_draws=100)
     figures = [
         theory.jensen_figure(theory.jensen_gap("tanh", theory.Gaussian(0.3, 1.2))),
         theory.jensen_figure(theory.jensen_gap("softplus", theory.TwoPoint(-2, 1, 0.2))),
@@ -427,7 +449,7 @@ def test_every_figure_passes_plotly_validation(bam_wc, alignment):
         theory.toy_keys_figure(ex), theory.toy_estimate_figure(ex),
         theory.toy_error_figure(theory.toy_sweep(toy, 2.0, n_draws=20), 32),
         theory.density_figure(pair, check), theory.reparam_figure(pair),
-        theory.density_figure(theory.lognormal_pair(0, 1, 0, 2), check),
+        theory.density_figure(theory.score_pair("lognormal", 0, 1, 0, 2), check),
         theory.spread_figure(sp, 0.3), theory.uncertainty_figure(theory.uncertainty_table()),
     ]
     for fig in figures:
@@ -440,8 +462,71 @@ def test_token_labels_reach_plotly_escaped(categorical):
     assert any("&lt;" in t for t in ticks) and not any("<" in t for t in ticks)
 
 
+# The page's sliders: (first value, last value, how many, default). A changed grid changes what the
+# page offers and what an old link snaps to.
+SLIDER_GRIDS = {
+    "jensen_low": (-6, 6, 25, 0), "jensen_high": (-6, 6, 25, 4), "jensen_p": (0, 1, 21, 0.5),
+    "jensen_mean": (-4, 4, 33, 0), "jensen_sd": (0.1, 4, 21, 1), "q_t": (0, 1, 21, 0.5),
+    "toy_n": (4, 1024, 9, 64), "toy_noise": (0.5, 2, 7, 1), "toy_temp": (0.125, 8, 13, 1),
+    "w_k": (0.2, 50, 31, 3), "w_scale": (0.01, 5, 34, 0.3), "g_alpha": (0.05, 20, 33, 0.5),
+    "g_beta": (0.1, 20, 30, 1), "ln_loc": (-4, 2, 61, -1), "ln_sigma": (0.05, 3, 23, 0.3),
+    "ln_prior_loc": (-4, 2, 61, -1.5), "ln_prior_sigma": (0.05, 3, 23, 1),
+}
+
+
+def test_the_sliders_offer_what_they_offered():
+    assert [c.name for c in theory.CONTROLS] == list(SLIDER_GRIDS)
+    for c in theory.CONTROLS:
+        assert (c.options[0], c.options[-1], len(c.options), c.default) == SLIDER_GRIDS[c.name], c.name
+        assert list(c.options) == sorted(set(c.options)) and all(isinstance(o, float) for o in c.options)
+    # The shape sliders' defaults are the zoo's trained values, and the spread is computed at their values.
+    for family, panel in theory.PAIRS.items():
+        recipe = next(r for r in zoo.RECIPES.values() if r.family == family)
+        assert panel.shape.control.default == recipe.attention.hyper[panel.shape.name]
+
+
+def test_the_model_lists_are_the_zoos():
+    assert theory.GAP_MODELS == ("bam-wc", "bam-lc", "dirichlet", "categorical", "mc-dropout")
+    assert list(theory.SPACES) == list(zoo.RECIPES) and theory.SPACES["softmax"] == "none (deterministic)"
+    assert theory.ALIGNMENT_MODEL == "categorical"
+
+
+def family_branches(source: str) -> list[str]:
+    """Where `source` compares with a registered family's name or asks isinstance of a family class."""
+    names = set(families.names())
+    classes = {type(families.get(n)).__name__ for n in names}
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            found += [f"line {node.lineno}: compares with {side.value!r}" for side in (node.left, *node.comparators)
+                      if isinstance(side, ast.Constant) and side.value in names]
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance" and len(node.args) == 2:
+            if any(getattr(a, "id", getattr(a, "attr", None)) in classes for a in ast.walk(node.args[1])):
+                found.append(f"line {node.lineno}: isinstance of a family class")
+    return found
+
+
+def test_the_lab_asks_the_registry_and_names_no_family():
+    """What differs between families comes from the family objects or from the panels' data."""
+    found = {p.name: family_branches(p.read_text()) for p in sorted((ROOT / "bam_viz" / "theory").glob("*.py"))}
+    assert not any(found.values()), found
+    bad = "if pair.family == 'weibull' or 'lognormal' != f:\n    x = isinstance(f, (int, fam.WeibullFamily))\n"
+    assert len(family_branches(bad)) == 3
+
+
+def test_a_pair_is_described_by_its_panel():
+    w = theory.score_pair("weibull", 3.0, 0.3, 0.5, 1.0)
+    assert w.describe() == "q = Weibull(k = 3, λ = 0.3), p = Gamma(α = 0.5, β = 1)"
+    ln = theory.score_pair("lognormal", -1.0, 0.3, -1.5, 1.0)
+    assert ln.describe() == "q = Lognormal(μ = -1, σ = 0.3), p = Lognormal(μ = -1.5, σ = 1)"
+    assert "Fan et al. eq. 9" in theory.score_caption(w, theory.kl_check(w, n=100))
+    for family, calmer in (("weibull", "larger k"), ("lognormal", "smaller σ")):
+        sp = theory.normalised_spread(family, n_keys=(2, 5), n_draws=50)
+        assert f"and {calmer} makes attention less random" in theory.spread_caption(sp, sp.shapes[3])
+
+
 def test_controls_offer_their_default_and_snap():
-    c = theory.Control("k", "k", theory.log_options(0.2, 50), 3.0)
+    c = theory.Control("k", "k", log_grid(0.2, 50), 3.0)
     assert 3.0 in c.options and c.snap(2.99) == 3.0 and c.snap(1e9) == 50.0
 
 

@@ -1,9 +1,9 @@
 """Theory lab: each paper's central result as one live panel, for a classroom.
 
-No math here: `bam_viz.theory.lab` computes every number, figure and caption; this page lays them out,
-wires the controls, caches what a real model computes once per sentence, and mirrors every control
-into the URL (a copied link reproduces the view). Each section is a fragment: a slider reruns only
-its own panel.
+No math here: `bam_viz.theory` computes every number, figure and caption and describes every slider
+(`theory.CONTROLS`); this page lays them out, draws the controls, caches what a real model computes once
+per sentence, and mirrors every control into the URL (a copied link reproduces the view). Each section
+is a fragment: a slider reruns only its own panel.
 """
 
 from __future__ import annotations
@@ -11,11 +11,10 @@ from __future__ import annotations
 import streamlit as st
 
 import bam_viz
+from bam_viz import theory
 from bam_viz.core.task import CLASSES
-from bam_viz.plots import charts
-from bam_viz.theory import lab as theory
-from bam_viz.theory.lab import Control
 from views import state
+from views.text import md_escape
 
 ss = st.session_state
 
@@ -26,39 +25,20 @@ SECTIONS = {
     "bam": "4 · BAM's distributions",
     "space": "5 · Weight or attention space",
 }
-STOCHASTIC_MODELS = ("bam-wc", "bam-lc", "dirichlet", "categorical", "mc-dropout")
 DISTRIBUTIONS = {"two-point": "two points", "gaussian": "Gaussian"}
-PAIRS = {theory.WEIBULL: "Weibull ‖ Gamma (BAM-W)", theory.LOGNORMAL: "Lognormal ‖ Lognormal (BAM-L)"}
+PAIRS = {family: panel.title for family, panel in theory.PAIRS.items()}
 IMAGE_FORMATS = ("svg", "png")
-# Choices: URL name -> (options, default). Sliders: URL name -> Control (values offered, default).
+# Choices: URL name -> (options, default). Sliders: URL name -> theory.Control (values offered, default).
 CHOICES = {
     "section": (tuple(SECTIONS), "jensen"),
     "image_format": (IMAGE_FORMATS, "svg"),
     "jensen_f": (tuple(theory.FUNCTIONS), "sigmoid"),
     "jensen_dist": (tuple(DISTRIBUTIONS), "two-point"),
-    "gap_model": (STOCHASTIC_MODELS, "bam-wc"),
+    "gap_model": (theory.GAP_MODELS, theory.GAP_MODELS[0]),
     "label": (CLASSES, "positive"),
-    "pair": (tuple(PAIRS), theory.WEIBULL),
+    "pair": (tuple(PAIRS), next(iter(PAIRS))),
 }
-SLIDERS = {c.name: c for c in (
-    Control("jensen_low", "first point z₁", theory.linear_options(-6, 6, 0.5), 0.0),
-    Control("jensen_high", "second point z₂", theory.linear_options(-6, 6, 0.5), 4.0),
-    Control("jensen_p", "P(z = z₂)", theory.linear_options(0, 1, 0.05), 0.5),
-    Control("jensen_mean", "mean of z", theory.linear_options(-4, 4, 0.25), 0.0),
-    Control("jensen_sd", "sd of z", theory.log_options(0.1, 4), 1.0),
-    Control("q_t", "t: q from the prior (0) to the posterior (1)", theory.linear_options(0, 1, 0.05), 0.5),
-    Control("toy_n", "N tokens", theory.TOY_N, 64.0),
-    Control("toy_noise", "noise s (sd of a key around its centre)", theory.linear_options(0.5, 2.0, 0.25), 1.0),
-    Control("toy_temp", "temperature τ, as a multiple of the matched s²", theory.TOY_TEMPERATURE_RATIOS, 1.0),
-    Control("w_k", "Weibull shape k", theory.WEIBULL_SHAPES, 3.0),
-    Control("w_scale", "Weibull scale λ", theory.log_options(0.01, 5), 0.3),
-    Control("g_alpha", "Gamma shape α", theory.log_options(0.05, 20), 0.5),
-    Control("g_beta", "Gamma rate β", theory.log_options(0.1, 20), 1.0),
-    Control("ln_loc", "posterior μ (log-location)", theory.linear_options(-4, 2, 0.1), -1.0),
-    Control("ln_sigma", "posterior σ", theory.LOGNORMAL_SIGMAS, 0.3),
-    Control("ln_prior_loc", "prior μ", theory.linear_options(-4, 2, 0.1), -1.5),
-    Control("ln_prior_sigma", "prior σ", theory.log_options(0.05, 3), 1.0),
-)}
+SLIDERS = {c.name: c for c in theory.CONTROLS}
 TEXT_KEY = "sentence"
 URL_KEYS = (TEXT_KEY, *CHOICES, *SLIDERS)
 # Larger type for a projector: captions nearly as dark as the text, widget labels and prose larger.
@@ -130,7 +110,7 @@ def show(fig, name: str) -> None:
 
 
 def caption(text: str) -> None:
-    st.caption(charts.md_escape(text))
+    st.caption(md_escape(text))
 
 
 def problem(err: Exception) -> None:
@@ -145,7 +125,7 @@ def layer_gaps(name: str, text: str) -> theory.LayerGaps:
 
 @st.cache_data(show_spinner="Enumerating the alignment…", max_entries=64)
 def alignment(text: str) -> theory.Alignment:
-    return theory.alignment(state.get_model("categorical"), text)
+    return theory.alignment(state.get_model(theory.ALIGNMENT_MODEL), text)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -161,6 +141,11 @@ def spread(family: str) -> theory.Spread:
 @st.cache_data(show_spinner=False, max_entries=1)
 def uncertainty_rows() -> list[theory.UncertaintyRow]:
     return theory.uncertainty_table()
+
+
+@st.cache_data(show_spinner=False, max_entries=1)
+def seed_spread() -> dict[str, float]:
+    return theory.seed_spread()
 
 
 def model_available(name: str) -> bool:
@@ -203,7 +188,7 @@ def jensen_section() -> None:
                 "references: **f(E[w])** (Deng et al.'s f(E[z])), one pass with the sampled layers' weights at "
                 "their Monte Carlo mean E[w]; and **f(softmax)**, the deterministic pass. BAM's normalised "
                 "weights do not average to softmax(ψ), so for BAM the two gaps differ; for mc-dropout they are one.")
-    models = [m for m in STOCHASTIC_MODELS if m in bam_viz.available_models()]
+    models = [m for m in theory.GAP_MODELS if m in bam_viz.available_models()]
     if not models:
         st.warning("No stochastic model is in pretrained/.")
         return
@@ -227,11 +212,11 @@ def jensen_section() -> None:
 @st.fragment
 def elbo_section() -> None:
     st.subheader("Exact marginal, posterior and the ELBO — Deng et al. 2018")
-    st.markdown("The `categorical` model aligns the [CLS] query of its top layer to **one** key z and sums over "
-                "every key exactly. Slide q from the prior p(z | x) to the posterior p(z | x, y): the ELBO "
-                "rises to log p(y | x) and the distance left is KL(q ‖ posterior). q_t ∝ p(z|x)^(1−t) p(z|x,y)^t, "
-                "a geometric path.")
-    if not model_available("categorical"):
+    st.markdown(f"The `{theory.ALIGNMENT_MODEL}` model aligns the [CLS] query of its top layer to **one** key z "
+                "and sums over every key exactly. Slide q from the prior p(z | x) to the posterior p(z | x, y): "
+                "the ELBO rises to log p(y | x) and the distance left is KL(q ‖ posterior). "
+                "q_t ∝ p(z|x)^(1−t) p(z|x,y)^t, a geometric path.")
+    if not model_available(theory.ALIGNMENT_MODEL):
         return
     c = st.columns([1, 3])
     c[0].radio("observed label y (label)", CLASSES, key="label", horizontal=True, persist_state="session")
@@ -285,13 +270,12 @@ def bam_section() -> None:
     st.subheader("One attention score's posterior and prior — Fan et al. 2020")
     st.radio("pair (pair)", tuple(PAIRS), key="pair", format_func=PAIRS.get, horizontal=True,
              persist_state="session")
-    names = (("w_k", "w_scale", "g_alpha", "g_beta") if ss["pair"] == theory.WEIBULL
-             else ("ln_loc", "ln_sigma", "ln_prior_loc", "ln_prior_sigma"))
-    for col, name in zip(st.columns(4), names, strict=True):
+    panel = theory.PAIRS[ss["pair"]]
+    names = [c.name for c in panel.controls]
+    for col, name in zip(st.columns(len(names)), names, strict=True):
         slider(name, col)
     write_query_params()
-    values = [ss[n] for n in names]
-    pair = (theory.weibull_gamma if ss["pair"] == theory.WEIBULL else theory.lognormal_pair)(*values)
+    pair = theory.score_pair(panel.family, *(ss[n] for n in names))
     check = theory.kl_check(pair)
     left, right = st.columns(2)
     with left:
@@ -301,8 +285,8 @@ def bam_section() -> None:
     caption(theory.score_caption(pair, check))
     st.markdown("**Normalisation.** Attention divides each score by the sum over keys. How much does a "
                 "normalised weight still vary, at equal mean weights 1/N?")
-    sp = spread(ss["pair"])
-    current = values[0] if ss["pair"] == theory.WEIBULL else values[1]
+    sp = spread(panel.family)
+    current = ss[panel.shape.control.name]
     show(theory.spread_figure(sp, current), "normalised-spread")
     caption(theory.spread_caption(sp, current))
 
@@ -320,7 +304,7 @@ def space_section() -> None:
     show(theory.uncertainty_figure(rows), "weight-vs-attention")
     st.dataframe([r.as_dict() for r in rows], hide_index=True, column_config={
         k: st.column_config.NumberColumn(format="%.3f") for k in rows[0].as_dict() if k not in ("model", "noise in")})
-    caption(theory.uncertainty_caption(rows))
+    caption(theory.uncertainty_caption(rows, seed_spread()))
 
 
 BODIES = {"jensen": jensen_section, "elbo": elbo_section, "inference": inference_section, "bam": bam_section,

@@ -20,7 +20,7 @@ import numpy as np
 import plotly.io
 import torch
 
-from bam_viz.theory import lab as theory
+from bam_viz import theory
 
 TARGET_MS = 50.0
 # The explorer's default sentence (views/examples.json, which the library does not read): the page
@@ -57,6 +57,11 @@ def _cycle(options, i: int):
     return options[i % len(options)]
 
 
+def _options(name: str) -> tuple[float, ...]:
+    """The values the page's slider `name` offers."""
+    return next(c.options for c in theory.CONTROLS if c.name == name)
+
+
 def run_theory_bench(repeats: int = 30, text: str = SENTENCE) -> dict:
     """Per-panel server time of a slider move (median and p95 ms) and the once-per-sentence costs."""
     from bam_viz import zoo
@@ -64,17 +69,17 @@ def run_theory_bench(repeats: int = 30, text: str = SENTENCE) -> dict:
     if "OMP_NUM_THREADS" not in os.environ:      # as the app runs (views/state.py): one torch thread
         torch.set_num_threads(1)
     panels, once, notes = {}, {}, []
-    probabilities = theory.linear_options(0.05, 0.95, 0.05)
-    sds = theory.log_options(0.1, 4)
+    probabilities, sds = _options("jensen_p"), _options("jensen_sd")
 
-    # 1. Jensen's gap: the toy moves; the model's per-layer gaps are a cache hit redrawn.
-    gaps = None
-    if "bam-wc" in zoo.available_models():
-        model = zoo.load("bam-wc")
-        once["layer_gaps_bam_wc_ms"] = _once(lambda: theory.layer_gaps(model, text))
+    # 1. Jensen's gap: the toy moves; the model's per-layer gaps (of the page's default model) are a
+    # cache hit redrawn.
+    gaps, gap_model = None, theory.GAP_MODELS[0]
+    if gap_model in zoo.available_models():
+        model = zoo.load(gap_model)
+        once[f"layer_gaps_{gap_model.replace('-', '_')}_ms"] = _once(lambda: theory.layer_gaps(model, text))
         gaps = theory.layer_gaps(model, text)
     else:
-        notes.append("bam-wc is missing: the per-layer gap is not timed")
+        notes.append(f"{gap_model} is missing: the per-layer gap is not timed")
 
     def jensen_move(i):
         dist = (theory.TwoPoint(0.0, 4.0, _cycle(probabilities, i)) if i % 2 else
@@ -90,11 +95,12 @@ def run_theory_bench(repeats: int = 30, text: str = SENTENCE) -> dict:
     panels["jensen"] = _timed(jensen_move, repeats)
 
     # 2. The ELBO: the alignment is a cache hit, q's slider moves.
-    if "categorical" in zoo.available_models():
-        categorical = zoo.load("categorical")
-        once["alignment_categorical_ms"] = _once(lambda: theory.alignment(categorical, text))
-        al = theory.alignment(categorical, text)
-        ts = theory.linear_options(0, 1, 0.05)
+    aligned = theory.ALIGNMENT_MODEL
+    if aligned in zoo.available_models():
+        aligner = zoo.load(aligned)
+        once[f"alignment_{aligned.replace('-', '_')}_ms"] = _once(lambda: theory.alignment(aligner, text))
+        al = theory.alignment(aligner, text)
+        ts = _options("q_t")
 
         def elbo_move(i):
             path = theory.elbo_path(al, i % 2, _cycle(ts, i))
@@ -103,7 +109,7 @@ def run_theory_bench(repeats: int = 30, text: str = SENTENCE) -> dict:
 
         panels["elbo"] = _timed(elbo_move, repeats)
     else:
-        notes.append("categorical is missing: the ELBO panel is not timed")
+        notes.append(f"{aligned} is missing: the ELBO panel is not timed")
 
     # 3. Attention as inference: N moves only the example (the sweep is cached by noise and
     # temperature); noise or temperature recompute the sweep too.
@@ -127,34 +133,33 @@ def run_theory_bench(repeats: int = 30, text: str = SENTENCE) -> dict:
     panels["inference_noise_or_temperature"] = _timed(toy_temperature_move, repeats)
 
     # 4. BAM's distributions: every slider recomputes the pair, its KL check and both pictures;
-    # the normalisation curves are made once per family and only redrawn.
+    # the normalisation curves are made once per family and only redrawn. Each move takes the other
+    # pair, its shape slider moved and the rest at their defaults.
     spreads = {}
-    for family in (theory.WEIBULL, theory.LOGNORMAL):
+    for family in theory.PAIRS:
         once[f"normalised_spread_{family}_ms"] = _once(lambda f=family: theory.normalised_spread(f), 1)
         spreads[family] = theory.normalised_spread(family)
-    shapes = theory.log_options(0.2, 50)
-    sigmas = theory.log_options(0.05, 3)
+    pairs = list(theory.PAIRS.values())
 
     def bam_move(i):
-        if i % 2:
-            k = _cycle(shapes, i)
-            pair, family, current = theory.weibull_gamma(k, 0.3, 0.5, 1.0), theory.WEIBULL, k
-        else:
-            s = _cycle(sigmas, i)
-            pair, family, current = theory.lognormal_pair(-1.0, s, -1.5, 1.0), theory.LOGNORMAL, s
+        panel = _cycle(pairs, i)
+        current = _cycle(panel.shape.control.options, i)
+        values = [current if c is panel.shape.control else c.default for c in panel.controls]
+        pair = theory.score_pair(panel.family, *values)
         check = theory.kl_check(pair)
         _send(theory.density_figure(pair, check), theory.reparam_figure(pair),
-              theory.spread_figure(spreads[family], current))
+              theory.spread_figure(spreads[panel.family], current))
         theory.score_caption(pair, check)
-        theory.spread_caption(spreads[family], current)
+        theory.spread_caption(spreads[panel.family], current)
 
     panels["bam"] = _timed(bam_move, repeats)
 
-    # 5. No slider: the page's first view of the section (cards read, figure and caption made).
+    # 5. No slider: the page's first view of the section (cards and the seed spread read, figure and
+    # caption made).
     def space_view(_):
         rows = theory.uncertainty_table()
         _send(theory.uncertainty_figure(rows))
-        theory.uncertainty_caption(rows)
+        theory.uncertainty_caption(rows, theory.seed_spread())
 
     panels["space_first_view"] = _timed(space_view, repeats)
     return {

@@ -11,8 +11,10 @@ import statistics
 from pathlib import Path
 
 from bam_viz.evaluation.evaluate import compare
+from bam_viz.evaluation.predictors import VaderPredictor
+from bam_viz.zoo import RECIPES
 
-ORDER = ["vader", "softmax", "mc-dropout", "bam-wc", "bam-lc", "dirichlet", "categorical"]
+ORDER = [VaderPredictor.name, *RECIPES]      # the baseline, then the zoo in its own order
 
 
 def _f(x, digits=3):
