@@ -1,13 +1,14 @@
 # Two entry points, each doing all of its own set-up on a fresh machine with Python 3.11:
 #   make run   -> virtual environment, runtime install, `streamlit run app.py`
-#   make test  -> the same plus test dependencies (Ray included) and Debian chromium, then the whole suite
+#   make test  -> the same plus test dependencies (Ray included), Debian chromium and nodejs, then the whole
+#                 suite and the explorer's JavaScript unit tests
 PYTHON ?= python3.11
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PORT   ?= 8501
 ADDRESS ?= localhost
 
-.PHONY: run test install install-test chromium lint bench clean
+.PHONY: run test install install-test chromium nodejs lint bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -32,12 +33,20 @@ chromium:
 	  $$SUDO apt-get install -y -q chromium >/dev/null 2>&1 || \
 	  { $$SUDO apt-get update -q >/dev/null && $$SUDO apt-get install -y -q chromium >/dev/null; }; }
 
+# Debian's nodejs runs the unit tests of the explorer's JavaScript (tests/js/, node's own test runner: no npm).
+nodejs:
+	@command -v node >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get install -y -q nodejs >/dev/null 2>&1 || \
+	  { $$SUDO apt-get update -q >/dev/null && $$SUDO apt-get install -y -q nodejs >/dev/null; }; }
+
 run: install
 	$(VENV)/bin/streamlit run app.py --server.headless true --browser.gatherUsageStats false --server.port $(PORT) \
 	  --server.address $(ADDRESS)
 
-test: install-test chromium
+test: install-test chromium nodejs
 	$(VENV)/bin/ruff check .
+	node --test tests/js/
 	$(PY) -m pytest -q
 
 bench: install

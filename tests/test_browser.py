@@ -111,7 +111,7 @@ def test_the_prior_slider_changes_only_the_prior_panels(page):
 
 def std_map_darkness(page) -> float:
     """1 - mean luminance (0 white, 1 black) of the std map's cells, read from the canvas where
-    live.js says it drew the map (`data-maps` on the canvas: each map's box in canvas pixels)."""
+    views/live/inside.js says it drew the map (`data-maps` on the canvas: each map's box in canvas pixels)."""
     bl.painted(page, settled=True)
     return page.evaluate("""() => {
         const c = [...document.querySelectorAll('.bamviz-root canvas')].find(c => c.dataset.maps);

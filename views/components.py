@@ -1,5 +1,6 @@
 """The live explorer's browser side: one Streamlit custom component (v2, in the page, no iframe),
-mounted three times, whose JavaScript (`views/live/live.js`) draws on canvases.
+mounted three times, whose JavaScript (the ES modules in `views/live/`, entry point `live.js`)
+draws on canvases.
 
   sliders   the attention hyperparameter sliders (sidebar): a move repaints the charts in the
             browser; releasing it sends the values back (Session State, then the URL).
@@ -12,12 +13,21 @@ goes to a file that Streamlit's static serving hands out (`server.enableStaticSe
 its hash, and the element holds its URL and the few things a rerun changes (captions, colour
 mode): the rerun after a slider's release then sends kilobytes, and the page fetches the arrays
 only when they change. The files are kept for KEEP_S after their last use, at most KEEP_FILES.
+
+The modules are served the same way. Streamlit runs a component's `js` as one module at a blob:
+URL, against which no relative import resolves (and a component's own files are served only for an
+installed package's). So the `js` given is a loader that imports `live.js` from static/live/js/,
+where `_modules` copies views/live/*.js into a folder named by their hash: their relative imports
+then resolve there, and a browser never keeps a stale module under a URL, since new code has a
+new folder.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -35,8 +45,38 @@ _lock = threading.Lock()
 def _component():
     return st.components.v2.component(
         "bamviz_live", html='<div class="bamviz-host"></div>',
-        css=(HERE / "live.css").read_text(encoding="utf-8"), js=(HERE / "live.js").read_text(encoding="utf-8"),
-        isolate_styles=False)
+        css=(HERE / "live.css").read_text(encoding="utf-8"), js=_loader(_modules()), isolate_styles=False)
+
+
+def _loader(entry: str) -> str:
+    """The component's `js`: a module whose default export is that of the module at URL `entry`
+    (a top-level await: Streamlit awaits the import, then calls the export on every data change)."""
+    return ("// bam-viz live component: its modules are served from static/live/js/ (views/components.py)\n"
+            f"export default (await import(new URL({json.dumps(entry)}, location.href).href)).default;\n")
+
+
+def _modules() -> str:
+    """Copy views/live/*.js to static/live/js/<hash of them>/ (once) and return the URL of live.js there;
+    other versions' folders unused for KEEP_S go."""
+    files = sorted(HERE.glob("*.js"))
+    digest = hashlib.sha256(b"".join(f.name.encode() + b"\0" + f.read_bytes() + b"\0" for f in files)).hexdigest()[:16]
+    root = STATIC / "js"
+    folder = root / digest
+    with _lock:
+        if not folder.is_dir():
+            tmp = root / f".{digest}.{os.getpid()}.{threading.get_ident()}.tmp"
+            tmp.mkdir(parents=True)
+            for f in files:
+                shutil.copyfile(f, tmp / f.name)
+            try:
+                tmp.rename(folder)                    # never half a folder at the URL
+            except OSError:                           # another server wrote it first
+                shutil.rmtree(tmp, ignore_errors=True)
+        folder.touch()
+        for old in root.iterdir():
+            if old != folder and time.time() - old.stat().st_mtime > KEEP_S:
+                shutil.rmtree(old, ignore_errors=True)
+    return _served(f"js/{digest}/live.js")
 
 
 def sliders(data: dict, on_change) -> None:
@@ -56,8 +96,6 @@ def charts_by_url(payload: bytes, key: str, meta: dict) -> None:
 
 def publish(payload: bytes) -> str:
     """Write `payload` under static/live/ by its hash (once) and return the URL it is served at."""
-    from streamlit import config
-
     name = hashlib.sha256(payload).hexdigest()[:24] + ".bin"
     path = STATIC / name
     with _lock:
@@ -69,6 +107,13 @@ def publish(payload: bytes) -> str:
             _prune()
         else:
             path.touch()
+    return _served(name)
+
+
+def _served(name: str) -> str:
+    """The URL of static/live/`name` (Streamlit's static serving, under the server's base path)."""
+    from streamlit import config
+
     base = (config.get_option("server.baseUrlPath") or "").strip("/")
     return f"/{base + '/' if base else ''}app/static/live/{name}"
 

@@ -1,0 +1,32 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { nearestIndex, nearestReady, sliderIndex, sliderValue } from "../../views/live/indices.js";
+import { PYTHON } from "./python.mjs";
+
+test("the nearest grid value is bam_viz.core.grids.nearest_index's", () => {
+  for (const [values, v, log, python] of PYTHON.nearest) {
+    assert.equal(nearestIndex(values, v, log), python, `${v} on ${values} (log ${log})`);
+  }
+  assert.equal(nearestIndex([], 3, true), 0);
+  assert.equal(nearestIndex([1, 2], NaN, true), 0);
+});
+
+test("a chart's slider index: the browser's value, else the server's", () => {
+  const slider = { name: "shape_k", scale: "log", values: [0.5, 1, 3, 10], current: 2 };
+  assert.equal(sliderIndex(slider, { shape_k: 8 }), 3);
+  assert.equal(sliderIndex(slider, {}), 2);
+  assert.equal(sliderIndex({ ...slider, current: 9 }, {}), 3);
+  assert.equal(sliderIndex({ ...slider, current: "x" }, {}), 0);
+  assert.equal(sliderIndex(null, {}), 0);
+  assert.equal(sliderValue(slider, 1), 1);
+  assert.equal(sliderValue(null, 1), undefined);
+});
+
+test("the ready frame nearest to the one wanted, right first", () => {
+  assert.equal(nearestReady(2, [true, false, false, true, false], 5), 3);
+  assert.equal(nearestReady(2, [true, false, false, false, false], 5), 0);
+  assert.equal(nearestReady(1, [true, false, true], 3), 2);
+  assert.equal(nearestReady(1, [false, false, false], 3), -1);
+  assert.equal(nearestReady(1, null, 3), 1);
+});

@@ -1,0 +1,152 @@
+// The sliders view (sidebar): one range input per attention hyperparameter, on the grid of values
+// the server sends. A move sets the bus's value and repaints the charts at once (synchronously, in
+// "bamviz:change"); a release sends the values back to the server (Session State) after a debounce.
+import { el, setText, show } from "./dom.js";
+import { clamp, finite, fmtG } from "./format.js";
+import { nearestIndex } from "./indices.js";
+import { BUS, CHANGE, View } from "./view.js";
+
+const DEBOUNCE_MS = 400;
+
+export class SlidersView extends View {
+  constructor() {
+    super("sliders");
+    this.rows = [];
+    this.structure = "";
+    this.timer = null;
+    this.list = el("div", "bamviz-sliders", this.root);
+    this.note = el("p", "bamviz-note", this.root);
+  }
+
+  update(data, args) {
+    this.args = args;
+    this.setPresentation(!!data.presentation);
+    const sliders = (Array.isArray(data.sliders) ? data.sliders : []).filter(
+      (s) => s && typeof s.name === "string" && Array.isArray(s.values) && s.values.length);
+    this.sliders = sliders;
+    const structure = JSON.stringify(sliders.map((s) => [s.name, s.values]));
+    if (structure !== this.structure) {
+      this.structure = structure;
+      this.build(sliders);
+    }
+    setText(this.note, sliders.length ? "" : data.note || "");
+    show(this.note, !sliders.length && !!data.note);
+    // A new epoch is a reset from the server (model change, URL): its values win. Otherwise the
+    // browser's values stand; the server's copy lags behind them.
+    const epoch = data.epoch;
+    let moved = false;
+    if (epoch !== BUS.epoch) {
+      BUS.epoch = epoch;
+      clearTimeout(this.timer);
+      this.timer = null;
+      for (const s of sliders) {
+        const v = s.values[nearestIndex(s.values, Number(s.current), s.scale === "log")];
+        if (BUS.values[s.name] !== v) { BUS.values[s.name] = v; moved = true; }
+      }
+    } else {
+      for (const s of sliders) {
+        if (!finite(BUS.values[s.name])) {
+          BUS.values[s.name] = s.values[nearestIndex(s.values, Number(s.current), s.scale === "log")];
+          moved = true;
+        }
+      }
+    }
+    this.rows.forEach((r, k) => this.refresh(r, sliders[k]));
+    if (moved) this.publish(null);
+    this.markPainted();
+  }
+
+  build(sliders) {
+    this.list.replaceChildren();
+    this.rows = sliders.map((s, k) => {
+      const row = el("div", "bamviz-slider", this.list);
+      const head = el("div", "bamviz-slider-head", row);
+      const label = el("label", "bamviz-slider-label", head);
+      const readout = el("span", "bamviz-readout", head);
+      const reset = el("button", "bamviz-reset", head, "↺");
+      reset.type = "button";
+      const input = el("input", "bamviz-range", row);
+      input.type = "range";
+      input.min = "0";
+      input.max = String(s.values.length - 1);
+      input.step = "1";
+      input.id = `bamviz-${(this.args && this.args.key) || "sliders"}-${k}-${String(s.name).replace(/[^\w-]/g, "_")}`;
+      label.htmlFor = input.id;
+      const note = el("div", "bamviz-slider-caption", row);
+      const r = { row, label, readout, reset, input, note, slider: s };
+      input.addEventListener("input", () => this.moved(r, Number(input.value)));
+      input.addEventListener("change", () => this.scheduleSend());
+      reset.addEventListener("click", () => {
+        const t = r.slider.trained;
+        if (!finite(t)) return;
+        this.moved(r, nearestIndex(r.slider.values, t, r.slider.scale === "log"));
+        this.scheduleSend();
+      });
+      return r;
+    });
+  }
+
+  // Label, readout, reset button, caption and position of one slider, from the data and BUS.values.
+  refresh(r, s) {
+    r.slider = s;
+    setText(r.label, s.label || s.name);
+    r.label.title = s.help || "";
+    r.input.setAttribute("aria-label", String(s.label || s.name));
+    const log = s.scale === "log";
+    const index = nearestIndex(s.values, BUS.values[s.name], log);
+    if (r.input.value !== String(index)) r.input.value = String(index);
+    this.readout(r, s.values[index]);
+    const trained = finite(s.trained) ? s.trained : null;
+    r.reset.disabled = trained === null;
+    r.reset.title = trained === null ? "No trained value" : `Back to the trained value ${fmtG(trained)}`;
+    r.reset.setAttribute("aria-label", r.reset.title);
+    let note = trained === null ? "no trained value" : `trained value: ${fmtG(trained)}`;
+    if (finite(s.dev_best)) note += ` · best calibrated on dev (lowest NLL) at ${fmtG(s.dev_best)}`;
+    setText(r.note, note);
+  }
+
+  readout(r, v) {
+    const shown = fmtG(v);
+    setText(r.readout, shown);
+    r.input.setAttribute("aria-valuetext", shown);
+  }
+
+  moved(r, index) {
+    const s = r.slider;
+    const i = clamp(index | 0, 0, s.values.length - 1);
+    if (r.input.value !== String(i)) r.input.value = String(i);
+    const v = s.values[i];
+    BUS.values[s.name] = v;
+    this.readout(r, v);
+    this.publish(s.name, v);
+  }
+
+  // Tell the chart instances (synchronously: they repaint inside dispatchEvent).
+  publish(name, v) {
+    BUS.seq += 1;
+    const t0 = performance.now();
+    window.dispatchEvent(new CustomEvent(CHANGE, { detail: { name, value: v, seq: BUS.seq } }));
+    BUS.lastPaintMs = performance.now() - t0;
+    this.markPainted();
+  }
+
+  scheduleSend() {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      const hyper = {};
+      for (const s of this.sliders || []) {
+        const v = BUS.values[s.name];
+        hyper[s.name] = finite(v) ? v : s.current;
+      }
+      try { this.args.setStateValue("hyper", hyper); } catch (err) { console.warn("bamviz: could not send", err); }
+    }, DEBOUNCE_MS);
+  }
+
+  changed() { /* the sliders follow their own inputs */ }
+
+  destroy() {
+    clearTimeout(this.timer);
+    super.destroy();
+  }
+}

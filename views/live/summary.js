@@ -1,0 +1,355 @@
+// The summary view: the headline estimates with their errors, the sweep over the posterior slider,
+// and the prediction (histogram of the samples' P(positive), predictive entropy), at the frame of
+// the posterior slider's value (bam_viz.live.grid.summary_payload).
+import { axes, band, message, polyline, text, textWidth, vline, yAxisMargin } from "./draw.js";
+import { caption, el, fillLegend, label, legend, setCaption, setText, show, staleNote } from "./dom.js";
+import { clamp, finite, fixed, fmtG, fmtShort, signedAt } from "./format.js";
+import { sliderValue } from "./indices.js";
+import { row } from "./payload.js";
+import { linearTicks, logTicks, scale } from "./scale.js";
+import { fill } from "./style.js";
+import { PayloadView } from "./view.js";
+
+const LN2 = Math.LN2;
+
+export class SummaryView extends PayloadView {
+  constructor() {
+    super("summary");
+    const root = this.root;
+    const head = el("section", "bamviz-panel bamviz-headline", root);
+    const boxes = el("div", "bamviz-metrics", head);
+    this.metrics = ["p_mc", "mean_attention", "gap", "softmax", "mi"].map((key) => {
+      const box = el("div", "bamviz-metric", boxes);
+      box.dataset.metric = key;
+      return { key, label: el("div", "bamviz-metric-label", box), value: el("div", "bamviz-metric-value", box),
+        sub: el("div", "bamviz-metric-sub", box) };
+    });
+    this.gapLine = el("p", "bamviz-gapline", head);
+    this.capHeadline = caption(head);
+
+    this.sweepPanel = el("section", "bamviz-panel", root);
+    this.sweepTitle = el("div", "bamviz-title", this.sweepPanel);
+    this.sweepLegend = legend(this.sweepPanel, []);
+    this.sweep = this.chart(this.sweepPanel, {
+      height: 340, draw: (g) => this.drawSweep(g), hover: (x, y) => this.hoverSweep(x, y) });
+    this.capSweep = caption(this.sweepPanel);
+
+    const pred = el("section", "bamviz-panel", root);
+    const cols = el("div", "bamviz-cols", pred);
+    const left = el("div", "bamviz-col bamviz-c3", cols);
+    const right = el("div", "bamviz-col bamviz-c2", cols);
+    this.histTitle = el("div", "bamviz-title", left);
+    this.histLegend = legend(left, []);
+    this.hist = this.chart(left, { height: 280, draw: (g) => this.drawHistogram(g), hover: (x, y) => this.hoverHistogram(x, y) });
+    this.entropyTitle = el("div", "bamviz-title", right);
+    this.entropyLegend = legend(right, []);
+    this.entropy = this.chart(right, { height: 130, draw: (g) => this.drawEntropy(g), hover: (x, y) => this.hoverEntropy(x, y) });
+    this.capPrediction = caption(pred);
+  }
+
+  structure() {
+    const h = this.h;
+    const S = this.samples();
+    const sl = h.slider;
+    const c = this.style.colours;
+    for (const m of this.metrics) setText(m.label, label(h, m.key));
+    fillLegend(this.sweepLegend, [
+      { label: label(h, "mc_band"), colour: c.mc, kind: "band", fill: c.mc_band },
+      { label: label(h, "mean_attention"), colour: c.mean_attention, kind: "dash" },
+      { label: label(h, "softmax"), colour: c.softmax, kind: "dash" },
+      { label: `mutual information, ${label(h, "mi_estimator")}`, colour: c.mi },
+    ]);
+    fillLegend(this.histLegend, [
+      { label: label(h, "mc"), colour: c.mc },
+      { label: label(h, "mean_attention"), colour: c.mean_attention, kind: "dash" },
+      { label: label(h, "softmax"), colour: c.softmax, kind: "dash" },
+    ]);
+    fillLegend(this.entropyLegend, [
+      { label: "aleatoric: expected entropy", colour: c.aleatoric, kind: "box" },
+      { label: "epistemic: mutual information", colour: c.mi, kind: "box" },
+    ]);
+    show(this.sweepPanel, !!(sl && Array.isArray(sl.values) && sl.values.length));
+    if (sl) setText(this.sweepTitle, `P(positive) and the mutual information at every ${sl.name} (${S} sample${S === 1 ? "" : "s"}, seed ${h.seed})`);
+    setText(this.histTitle, `P(positive) across ${S === 1 ? "1 attention sample" : `${S} attention samples`}`);
+  }
+
+  samples() {
+    const p = this.a.p_samples;
+    return Number.isInteger(this.h.n_samples) ? this.h.n_samples : p ? p.shape[1] : 0;
+  }
+
+  // Every chart depends on the posterior index only.
+  chartsFor(name) {
+    const sl = this.h.slider;
+    return name === null || (sl && name === sl.name) ? this.charts : [];
+  }
+
+  // stats[i] as {p_mc: ..., ...}, by the header's names (bam_viz.live.frames.STATS); NaN when missing.
+  stats(i) {
+    const names = Array.isArray(this.h.stats) ? this.h.stats : [];
+    const values = row(this.a.stats, names.length, i);
+    const out = {};
+    names.forEach((n, k) => { out[n] = values[k]; });
+    return out;
+  }
+
+  beforePaint() {
+    super.beforePaint();
+    this.headline();
+  }
+
+  captions() {
+    const { post, i } = this.idx;
+    const at = Array.isArray(this.h.captions_at) ? this.h.captions_at : [];
+    const note = i >= 0 && finite(at[0]) ? staleNote([[post, i, at[0]]]) : "";
+    const c = this.h.captions || {};
+    setCaption(this.capHeadline, c.headline, !!note, note);
+    setCaption(this.capSweep, c.sweep, !!note, note);
+    setCaption(this.capPrediction, c.prediction, !!note, note);
+  }
+
+  headline() {
+    const { i } = this.idx;
+    const st = this.stats(i);
+    const stochastic = this.h.stochastic !== false;
+    // the decimals' rule, the samples an error needs and the gap's sentences: the header's style
+    const { se_digits: rule, samples_needed: needs, gap_sentence: sentence } = this.style;
+    const err = (se, quantity) => (!stochastic ? "exact"
+      : finite(se) ? `± ${fixed(se, se, rule)}` : `needs ≥ ${needs[quantity]} samples`);
+    const num = (v, se) => (finite(v) ? fixed(v, se, rule) : "…");
+    const [p, mean, gap, soft, mi] = this.metrics;
+    setText(p.value, num(st.p_mc, st.p_se));
+    setText(p.sub, err(st.p_se, "p_positive"));
+    setText(mean.value, num(st.p_mean_attention, NaN));
+    setText(mean.sub, "one pass, E[w] over the samples");
+    setText(gap.value, finite(st.gap) ? signedAt(st.gap, st.gap_se, rule) : "…");
+    setText(gap.sub, `${err(st.gap_se, "gap")}${stochastic && finite(st.gap_se) ? " (delta method)" : ""}`);
+    setText(soft.value, num(st.p_softmax, NaN));
+    setText(soft.sub, finite(st.gap_softmax)
+      ? `gap ${signedAt(st.gap_softmax, st.gap_softmax_se, rule)} ${err(st.gap_softmax_se, "gap_softmax")}` : "…");
+    setText(mi.value, num(st.mi, st.mi_se));
+    const interval = finite(st.mi_lo) && finite(st.mi_hi)
+      ? `${label(this.h, "mi_interval")} ${fixed(st.mi_lo, st.mi_se, rule)}–${fixed(st.mi_hi, st.mi_se, rule)}`
+      : err(st.mi_se, "mutual_information");
+    setText(mi.sub, stochastic ? interval : "exact");
+    let line = "";
+    if (stochastic && finite(st.gap_se) && finite(st.gap)) {
+      const twoSe = fixed(2 * st.gap_se, st.gap_se, rule);
+      const told = Math.abs(st.gap) > 2 * st.gap_se;
+      line = fill(told ? sentence.distinguishable : sentence.indistinguishable, { two_se: twoSe });
+    }
+    setText(this.gapLine, line);
+    show(this.gapLine, !!line);
+  }
+
+  // -- sweep: E[f(z)] with its band and f(E[z]) on top, MI below, over every slider value.
+  drawSweep(g) {
+    const sl = this.h.slider;
+    if (!sl || !Array.isArray(sl.values) || !sl.values.length) return "";
+    const values = sl.values;
+    const G = values.length;
+    const log = sl.scale === "log" && values[0] > 0;
+    const ready = Array.isArray(this.h.ready) ? this.h.ready : null;
+    const rows = values.map((_, k) => (ready && ready[k] !== true ? null : this.stats(k)));
+    const get = (name) => rows.map((r) => (r ? r[name] : NaN));
+    const p = get("p_mc");
+    const se = get("p_se");
+    const mf = get("p_mean_attention");
+    const sm = get("p_softmax");
+    const mi = get("mi");
+    let miMax = 0;
+    for (const v of mi) if (finite(v)) miMax = Math.max(miMax, v);
+    const miTop = Math.max(0.01, 1.15 * miMax);
+    const yTop = linearTicks(0, 1, 4);
+    const yBot = linearTicks(0, miTop, 3);
+    const left = Math.max(yAxisMargin(g, yTop), yAxisMargin(g, yBot));
+    const box = { x: left, y: 22 * g.s, w: g.w - left - 14 * g.s, h: 0 };
+    box.h = g.h - box.y - 44 * g.s;
+    const gap = 14 * g.s;
+    const top = { x: box.x, y: box.y, w: box.w, h: (box.h - gap) * 0.6 };
+    const bot = { x: box.x, y: top.y + top.h + gap, w: box.w, h: box.h - gap - top.h };
+    const lo = values[0];
+    const hi = values[G - 1] > lo ? values[G - 1] : lo * 1.0001 + 1e-9;
+    const sx = scale(lo, hi, box.x + 6, box.x + box.w - 6, log);
+    const sTop = scale(0, 1, top.y + top.h, top.y);
+    const sBot = scale(0, miTop, bot.y + bot.h, bot.y);
+    const xTicks = log ? logTicks(lo, hi, box.w) : linearTicks(lo, hi, Math.max(2, Math.floor(box.w / 70)));
+    const xs = values.map(sx);
+    const c = this.style.colours;
+    // the curves depend on the payload alone: drawn once, copied on every slider move
+    this.sweep.layer(g, `${this.h.id}|${this.themeKey}|${g.s}`, (lg) => {
+      axes(lg, top, sx, sTop, { xTicks, yTicks: yTop, xLabels: false, yTitle: "P(positive)" });
+      axes(lg, bot, sx, sBot, { xTicks, yTicks: yBot, yTitle: "MI (nats)", xTitle: sl.name, yLabelWidth: 0 });
+      const { ctx } = lg;
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(top.x, top.y - 2, top.w, top.h + 4);
+      ctx.clip();
+      band(lg, xs, p.map((v, k) => sTop(clamp(v - 2 * se[k], 0, 1))), p.map((v, k) => sTop(clamp(v + 2 * se[k], 0, 1))), c.mc_band);
+      polyline(lg, xs, sm.map(sTop), { colour: c.softmax, width: 2, dash: [2, 3] });
+      polyline(lg, xs, mf.map(sTop), { colour: c.mean_attention, width: 2, dash: [6, 4] });
+      polyline(lg, xs, p.map(sTop), { colour: c.mc, width: 3, markers: 2.5 });
+      ctx.restore();
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(bot.x, bot.y - 2, bot.w, bot.h + 4);
+      ctx.clip();
+      polyline(lg, xs, mi.map(sBot), { colour: c.mi, width: 2, markers: 2 });
+      ctx.restore();
+    });
+    this.markers(g, sl, sx, top, bot);
+    this.sweepLayout = { sx, xs, box, rows, name: sl.name, values };
+    const n = rows.filter((r) => r && finite(r.p_mc)).length;
+    return `Sweep of P(positive) (E[f(z)], f(E[w]) and f(softmax)) and the mutual information over ${sl.name}, ${n} of ${G} values computed`;
+  }
+
+  // Vertical lines at the current and the trained value, labelled above the plot.
+  markers(g, sl, sx, top, bot) {
+    const want = this.idx.want;
+    const now = sliderValue(sl, want);
+    const trained = finite(sl.trained) ? sl.trained : null;
+    const y0 = top.y;
+    const y1 = bot.y + bot.h;
+    const lines = [];
+    const colour = this.style.colours.marker;
+    const same = trained !== null && Math.abs(now - trained) <= 1e-9 * Math.max(1, Math.abs(trained));
+    if (trained !== null && !same) lines.push({ v: trained, label: `trained ${fmtShort(trained)}`, dash: [2, 3] });
+    if (finite(now)) lines.push({ v: now, label: same ? `now = trained ${fmtShort(now)}` : `now ${fmtShort(now)}`, dash: [] });
+    lines.sort((a, b) => a.v - b.v);
+    lines.forEach((line, k) => {
+      const x = sx(line.v);
+      if (!finite(x)) return;
+      vline(g, x, y0, y1, colour, { dash: line.dash, width: 1.5 });
+      // the rightmost line labels to its right, the other to its left; both kept inside the chart
+      const right = lines.length === 1 ? x < g.w / 2 : k === lines.length - 1;
+      const w = textWidth(g, line.label, 11);
+      let tx = right ? x + 4 : x - 4 - w;
+      tx = clamp(tx, 2, g.w - w - 2);
+      text(g, line.label, tx, y0 - 6 * g.s, { size: 11, color: colour });
+    });
+  }
+
+  hoverSweep(x, y) {
+    const L = this.sweepLayout;
+    if (!L || x < L.box.x || x > L.box.x + L.box.w || y < L.box.y || y > L.box.y + L.box.h) return null;
+    let best = -1;
+    let dist = Infinity;
+    L.xs.forEach((px, k) => {
+      const r = L.rows[k];
+      if (r && finite(r.p_mc) && Math.abs(px - x) < dist) { dist = Math.abs(px - x); best = k; }
+    });
+    if (best < 0 || dist > 30) return null;
+    const r = L.rows[best];
+    const se = finite(r.p_se) ? ` ± ${fmtG(r.p_se, 2)}` : "";
+    return `${L.name} = ${fmtShort(L.values[best])} · E[f(z)] ${fmtG(r.p_mc, 3)}${se} · f(E[w]) ${fmtG(r.p_mean_attention, 3)} · f(softmax) ${fmtG(r.p_softmax, 3)} · MI ${fmtG(r.mi, 2)}`;
+  }
+
+  // -- histogram of P(positive) over the samples of frame i.
+  drawHistogram(g) {
+    const { i } = this.idx;
+    if (i < 0) { message(g, "Computing…"); return "Histogram not computed yet"; }
+    const p = this.a.p_samples;
+    const S = p && p.shape.length === 2 ? p.shape[1] : 0;
+    const samples = row(p, S, i).filter(finite).map((v) => clamp(v, 0, 1));
+    const st = this.stats(i);
+    const bins = new Array(20).fill(0);
+    for (const v of samples) bins[clamp(Math.floor(v * 20), 0, 19)] += 1;
+    const top = Math.max(1, ...bins);
+    const yTicks = linearTicks(0, top * 1.1, 4).filter((t) => Number.isInteger(t.v));
+    const left = yAxisMargin(g, yTicks);
+    const box = { x: left, y: 8 * g.s, w: g.w - left - 12 * g.s, h: 0 };
+    box.h = g.h - box.y - 50 * g.s;
+    const sx = scale(0, 1, box.x, box.x + box.w);
+    const sy = scale(0, top * 1.1, box.y + box.h, box.y);
+    axes(g, box, sx, sy, { xTicks: linearTicks(0, 1, 5), yTicks, xTitle: "P(positive)", yTitle: "number of samples", xLabelOffset: 8 * g.s });
+    const c = this.style.colours;
+    const { ctx } = g;
+    ctx.save();
+    ctx.globalAlpha = 0.6;
+    ctx.fillStyle = c.posterior;
+    bins.forEach((n, b) => {
+      if (!n) return;
+      const x0 = sx(b / 20) + 0.5;
+      const x1 = sx((b + 1) / 20) - 0.5;
+      ctx.fillRect(x0, sy(n), x1 - x0, sy(0) - sy(n));
+    });
+    ctx.globalAlpha = 0.7;
+    ctx.fillStyle = c.posterior;
+    const base = box.y + box.h;
+    for (const v of samples) ctx.fillRect(Math.round(sx(v)) - 0.5, base + 2, 1, 6 * g.s);
+    ctx.restore();
+    vline(g, sx(0.5), box.y, base, c.threshold, { dash: [1, 3] });
+    if (finite(st.p_softmax)) vline(g, sx(clamp(st.p_softmax, 0, 1)), box.y, base, c.softmax, { dash: [2, 3], width: 2 });
+    if (finite(st.p_mean_attention)) vline(g, sx(clamp(st.p_mean_attention, 0, 1)), box.y, base, c.mean_attention, { dash: [6, 4], width: 2 });
+    if (finite(st.p_mc)) vline(g, sx(clamp(st.p_mc, 0, 1)), box.y, base, c.mc, { width: 2 });
+    this.histLayout = { box, sx, bins };
+    return `Histogram of P(positive) over ${samples.length} sample${samples.length === 1 ? "" : "s"}`;
+  }
+
+  hoverHistogram(x, y) {
+    const L = this.histLayout;
+    if (!L || x < L.box.x || x > L.box.x + L.box.w || y < L.box.y || y > L.box.y + L.box.h) return null;
+    const b = clamp(Math.floor(L.sx.invert(x) * 20), 0, 19);
+    const n = L.bins[b];
+    return `P(positive) ${(b / 20).toFixed(2)}–${((b + 1) / 20).toFixed(2)} · ${n} sample${n === 1 ? "" : "s"}`;
+  }
+
+  // -- predictive entropy: aleatoric + epistemic in one stacked bar.
+  drawEntropy(g) {
+    const { i } = this.idx;
+    const st = i >= 0 ? this.stats(i) : null;
+    const al = st && finite(st.expected_entropy) ? Math.max(0, st.expected_entropy) : NaN;
+    const ep = st && finite(st.mi) ? Math.max(0, st.mi) : NaN;
+    const total = (finite(al) ? al : 0) + (finite(ep) ? ep : 0);
+    setText(this.entropyTitle, finite(al) || finite(ep)
+      ? `Predictive entropy ${fmtG(total)} nats (at most ln 2 = 0.693)`
+      : "Predictive entropy (at most ln 2 = 0.693)");
+    if (!st) { message(g, "Computing…"); return "Predictive entropy not computed yet"; }
+    const xmax = Math.max(LN2, total);
+    const box = { x: 10 * g.s, y: 20 * g.s, w: g.w - 24 * g.s, h: 0 };
+    box.h = g.h - box.y - 44 * g.s;
+    const sx = scale(0, xmax, box.x, box.x + box.w);
+    const xTicks = linearTicks(0, xmax, Math.max(2, Math.floor(box.w / 60)));
+    axes(g, box, sx, () => 0, { xTicks, xTitle: "nats" });
+    const barY = box.y + box.h * 0.2;
+    const barH = box.h * 0.65;
+    const parts = [
+      { v: al, colour: this.style.colours.aleatoric, x0: 0, name: "aleatoric" },
+      { v: ep, colour: this.style.colours.mi, x0: finite(al) ? al : 0, name: "epistemic" },
+    ];
+    const { ctx } = g;
+    const outside = [];
+    for (const part of parts) {
+      if (!finite(part.v) || part.v <= 0) continue;
+      const x0 = sx(part.x0);
+      const x1 = sx(part.x0 + part.v);
+      ctx.fillStyle = part.colour;
+      ctx.fillRect(x0, barY, x1 - x0, barH);
+      const label = fmtShort(part.v, 3);
+      if (textWidth(g, label, 11) + 8 <= x1 - x0) {
+        text(g, label, (x0 + x1) / 2, barY + barH / 2, { align: "center", baseline: "middle", color: "#1a1a1a" });
+      } else {
+        outside.push({ x: x0, label: `${part.name} ${label}` });
+      }
+    }
+    if (outside.length) {            // too narrow to hold their numbers: written above the bar
+      const label = outside.map((o) => o.label).join(" · ");
+      const w = textWidth(g, label, 10);
+      text(g, label, clamp(outside[0].x, 2, g.w - w - 30 * g.s), barY - 4, { size: 10 });
+    }
+    vline(g, sx(LN2), box.y - 4, box.y + box.h, g.axis, { dash: [2, 3] });
+    text(g, "ln 2", clamp(sx(LN2), 14, g.w - 14), box.y - 6, { align: "center", size: 10 });
+    this.entropyLayout = { sx, barY, barH, al, ep };
+    return `Predictive entropy ${fmtG(total)} nats: aleatoric ${fmtG(al)}, epistemic ${fmtG(ep)}`;
+  }
+
+  hoverEntropy(x, y) {
+    const L = this.entropyLayout;
+    if (!L || y < L.barY || y > L.barY + L.barH) return null;
+    const v = L.sx.invert(x);
+    const al = finite(L.al) ? L.al : 0;
+    if (v >= 0 && v <= al) return `aleatoric: expected entropy ${fmtG(L.al, 3)} nats`;
+    if (v > al && v <= al + (finite(L.ep) ? L.ep : 0)) return `epistemic: mutual information ${fmtG(L.ep, 3)} nats`;
+    return null;
+  }
+}
