@@ -1,7 +1,7 @@
 """The Corpus page: error analysis over many sentences at once, for the shipped test splits or an upload.
 
-No math here: `bam_viz.evaluation.corpus` filters, scores and draws (Altair), `bam_viz.evaluation.score`
-reads and scores
+No math here: `bam_viz.evaluation.corpus` filters and scores, `bam_viz.plots.corpus` draws (Altair),
+`bam_viz.evaluation.score` reads and scores
 uploads; this page lays out the controls, keeps the brushes and saved slices in Session State, and
 mirrors its main state (models, corpora, measure, outcome, clarity) into the URL.
 
@@ -14,33 +14,30 @@ corpus view). The table shows the sentences inside every brush; each chart shows
 from __future__ import annotations
 
 import math
-import shlex
 import zlib
 
 import pandas as pd
 import streamlit as st
 
-from bam_viz.data import data_dir
+from bam_viz.data import CORPORA, data_dir
 from bam_viz.evaluation import corpus
 from bam_viz.evaluation.corpus import Filter
 from bam_viz.evaluation.score import scorer as score
-from bam_viz.plots.charts import md_escape
+from bam_viz.plots import corpus as charts
+from views.corpus_upload import N_SAMPLES, SEED, upload_section
+from views.text import explorer_link, md_escape
 
 ss = st.session_state
-MAX_UPLOAD_BYTES = 1_000_000
-MAX_UPLOAD_ROWS = 500
-N_SAMPLES, SEED = 32, 0                 # those of the shipped scores, so an upload reads on the same scale
 SHIPPED, UPLOAD = "Test splits (shipped)", "Your upload"
 SOURCE_IDS = {SHIPPED: "shipped", UPLOAD: "upload"}          # in widget keys
 # BAM against the other stochastic baseline: softmax's mutual information is 0 on every sentence.
 DEFAULT_MODEL, DEFAULT_COMPARE = "bam-wc", "mc-dropout"
 NONE = "none"
-UPLOAD_TYPES = ["csv", "tsv", "txt", "jsonl", "ndjson", "parquet"]
 # Widget key -> URL parameter. The page's keys carry a prefix: Session State is shared with the
 # explorer, whose `model` is another widget.
 URL_KEYS = {"corpus_model": "model", "corpus_compare": "compare", "corpus_corpora": "corpus",
             "corpus_measure": "measure", "corpus_outcome": "outcome", "corpus_clarity": "clarity"}
-CHARTS = {"reliability": corpus.RELIABILITY_BRUSH, "scatter": corpus.SCATTER_BRUSH, "domain": corpus.DOMAIN_BRUSH}
+CHARTS = {"reliability": charts.RELIABILITY_BRUSH, "scatter": charts.SCATTER_BRUSH, "domain": charts.DOMAIN_BRUSH}
 TABLE_COLUMNS = {"text": "sentence", "corpus": "corpus", "label": "label", "predicted": "predicted",
                  "outcome": "outcome", "p_positive": "P(positive)", "confidence": "confidence",
                  "mutual_information": "MI (plug-in)", "predictive_entropy": "entropy",
@@ -264,8 +261,8 @@ def charts_section(frame: pd.DataFrame, filt: Filter, models: list[str], referen
         rows = rows[rows["model"].isin(models)]
         if corpus.has_labels(rows):
             bins = corpus.reliability(rows, models=models)
-            st.altair_chart(corpus.reliability_chart(bins), key=keys["reliability"], on_select="rerun",
-                            selection_mode=[corpus.RELIABILITY_BRUSH], width="stretch")
+            st.altair_chart(charts.reliability_chart(bins), key=keys["reliability"], on_select="rerun",
+                            selection_mode=[charts.RELIABILITY_BRUSH], width="stretch")
             eces = bins.groupby("model")["ece"].first()
             st.caption("Reliability: in each of 15 bins of confidence, the share of clear sentences predicted "
                        "right against the mean confidence; on the diagonal a model is as right as it is sure. "
@@ -276,8 +273,9 @@ def charts_section(frame: pd.DataFrame, filt: Filter, models: list[str], referen
         rows = corpus.select(frame, filt.without("scatter"), reference)
         rows = rows[rows["model"] == reference]
         if corpus.has_raters(rows):
-            st.altair_chart(corpus.uncertainty_scatter(rows, measure), key=keys["scatter"], on_select="rerun",
-                            selection_mode=[corpus.SCATTER_BRUSH], width="stretch")
+            scatter = charts.uncertainty_scatter(rows, measure, measure_title=corpus.MEASURES[measure])
+            st.altair_chart(scatter, key=keys["scatter"], on_select="rerun",
+                            selection_mode=[charts.SCATTER_BRUSH], width="stretch")
             rho = corpus.spearman_raters(rows, measure, reference)
             st.caption(f"Spearman ρ of {reference}'s {corpus.MEASURE_NAMES[measure]} with the raters' standard "
                        f"deviation: **{fmt(rho)}** over {rows['raters_std'].notna().sum():,} sentences. "
@@ -287,8 +285,10 @@ def charts_section(frame: pd.DataFrame, filt: Filter, models: list[str], referen
     rows = corpus.select(frame, filt.without("domain"), reference)
     if corpus.corpora_in(rows):
         ref_rows = rows[rows["model"] == reference]
-        st.altair_chart(corpus.domain_chart(ref_rows, measure), key=keys["domain"], on_select="rerun",
-                        selection_mode=[corpus.DOMAIN_BRUSH], width="stretch")
+        by_corpus = charts.domain_chart(ref_rows, measure, measure_title=corpus.MEASURES[measure],
+                                        corpora=list(CORPORA), in_domain=corpus.IN_DOMAIN)
+        st.altair_chart(by_corpus, key=keys["domain"], on_select="rerun",
+                        selection_mode=[charts.DOMAIN_BRUSH], width="stretch")
         shift = corpus.domain_shift(rows, measure, models)
         parts = [f"{m}: **{fmt(shift.loc[m, 'out-of-domain'])}** (" + ", ".join(
             f"{c} {fmt(shift.loc[m, c])}" for c in corpus.OUT_OF_DOMAIN) + ")" for m in models]
@@ -329,7 +329,7 @@ def table_section(frame: pd.DataFrame, filt: Filter, reference: str, source: str
             return
         st.text(row["text"])
         st.link_button(f"Open in the explorer with {in_explorer or 'its default model'}",
-                       corpus.explorer_link(row["text"], in_explorer), key="corpus_explorer_link")
+                       explorer_link(row["text"], in_explorer), key="corpus_explorer_link")
         if in_explorer is None:
             st.caption(f"{reference} is not one of the explorer's models: the link opens the explorer's default.")
 
@@ -354,7 +354,8 @@ def compare_section(frame: pd.DataFrame, filt: Filter, a: str, b: str) -> None:
         st.caption(f"On the {disagreements['n_clear']:,} clear sentences where they disagree, {a} is right on "
                    f"{right_a}% and {b} on {right_b}%.")
     if len(pairs):
-        st.altair_chart(corpus.paired_chart(pairs, a, b, measure), width="stretch")
+        st.altair_chart(charts.paired_chart(pairs, a, b, measure, measure_title=corpus.MEASURES[measure]),
+                        width="stretch")
         differ = pairs[pairs["disagree"]]
         if len(differ):
             table = differ[["text", "label", "predicted_a", "predicted_b", f"{measure}_a", f"{measure}_b"]].rename(
@@ -364,86 +365,6 @@ def compare_section(frame: pd.DataFrame, filt: Filter, a: str, b: str) -> None:
 
 
 # ---- your own sentences -------------------------------------------------------------------------
-def upload_section(models: list[str]) -> None:
-    with st.expander("Score your own sentences (a CSV file)", expanded=ss.get("corpus_scored") is None
-                     and ss.get("_corpus_no_shipped", False)):
-        st.caption(f"Up to {MAX_UPLOAD_BYTES / 1e6:.0f} MB and {MAX_UPLOAD_ROWS} rows; a column of texts, and "
-                   "optionally labels (positive/negative, 1/0, or a rating). The file stays in the server's "
-                   "memory and is never written to disk.")
-        upload = st.file_uploader("File", type=UPLOAD_TYPES, key="corpus_upload")
-        if upload is None:
-            return
-        data = upload.getvalue()
-        command = ("python -m bam_viz score " + " ".join(f"--model {m}" for m in (ss.get("corpus_models_to_score")
-                   or [DEFAULT_MODEL])) + f" --input {shlex.quote(upload.name)} --out scored.parquet")
-
-        def too_large(why: str) -> None:
-            st.warning(f"{why}. Score it on your machine with:")
-            st.code(command, language="bash")
-
-        if len(data) > MAX_UPLOAD_BYTES:
-            too_large(f"This file is {len(data) / 1e6:.1f} MB, over the {MAX_UPLOAD_BYTES / 1e6:.0f} MB scored here")
-            return
-        try:
-            table = score.read_table(data, name=upload.name, max_bytes=MAX_UPLOAD_BYTES)
-        except score.ScoreInputError as err:
-            st.error(md_escape(str(err)))
-            return
-        if len(table) > MAX_UPLOAD_ROWS:
-            too_large(f"This file has {len(table):,} rows, over the {MAX_UPLOAD_ROWS} scored here")
-            return
-        try:
-            text_col, label_col, id_col = score.find_columns(table)
-        except score.ScoreInputError as err:
-            st.error(md_escape(str(err)))
-            text_col, label_col, id_col = table.columns[0], None, None
-        columns = list(table.columns)
-        c1, c2, c3 = st.columns(3)
-        text_col = c1.selectbox("Text column", columns, index=columns.index(text_col),
-                                key=f"corpus_text_col_{upload.file_id}")
-        label_col = c2.selectbox("Label column", [None, *columns],
-                                 index=0 if label_col is None else columns.index(label_col) + 1,
-                                 format_func=lambda c: "(none)" if c is None else c,
-                                 key=f"corpus_label_col_{upload.file_id}")
-        id_col = c3.selectbox("Id column", [None, *columns], index=0 if id_col is None else columns.index(id_col) + 1,
-                              format_func=lambda c: "(none: from the text)" if c is None else c,
-                              key=f"corpus_id_col_{upload.file_id}")
-        ss.setdefault("corpus_models_to_score", [m for m in (DEFAULT_MODEL,) if m in models] or models[:1])
-        chosen = st.multiselect("Models", models, key="corpus_models_to_score")
-        st.caption(f"{len(table):,} rows × {len(chosen)} models, {N_SAMPLES} attention samples each (seed {SEED}), "
-                   "as the shipped scores.")
-        if st.button("Score", key="corpus_score", type="primary", disabled=not chosen):
-            score_upload(table, chosen, text_col, label_col, id_col, upload.name)
-    scored = ss.get("corpus_scored")
-    if scored is not None:
-        st.download_button("Download the scored sentences (CSV)", corpus.scored_csv(scored),
-                           file_name="scored.csv", mime="text/csv", key="corpus_download",
-                           on_click="ignore")
-
-
-def score_upload(table: pd.DataFrame, models: list[str], text_col: str, label_col: str | None,
-                 id_col: str | None, name: str) -> None:
-    from views import state
-
-    bar = st.progress(0.0, text="Loading the models…")
-
-    def progress(done: int, total: int) -> None:
-        bar.progress(done / total, text=f"Scored {done:,} of {total:,}")
-
-    try:
-        loaded = [m if m == score.VADER else state.get_model(m) for m in models]
-        scored = score.score_frame(table, loaded, text_column=text_col, label_column=label_col, id_column=id_col,
-                                   n_samples=N_SAMPLES, seed=SEED, progress=progress)
-    except score.ScoreInputError as err:
-        bar.empty()
-        st.error(md_escape(str(err)))
-        return
-    ss["corpus_scored"] = corpus.with_keys(scored)
-    ss["corpus_scored_name"] = name
-    ss["_corpus_show_upload"] = True
-    st.rerun()
-
-
 # ---- the page -----------------------------------------------------------------------------------
 def main() -> None:
     st.title("Corpus: where the model is wrong, unsure, and where people disagree")
@@ -458,7 +379,7 @@ def main() -> None:
         frames[UPLOAD] = ss["corpus_scored"]
     zoo = _zoo_models()
     if not frames:
-        upload_section(zoo)
+        upload_section(zoo, DEFAULT_MODEL)
         return
     source = source_control(frames)
     frame = frames[source]
@@ -487,7 +408,7 @@ def main() -> None:
     metrics_table(frame, filt, models, reference)
     if other:
         compare_section(frame, filt, reference, other)
-    upload_section(zoo)
+    upload_section(zoo, DEFAULT_MODEL)
 
 
 def _zoo_models() -> list[str]:

@@ -1,7 +1,7 @@
 """The explorer: type a sentence, pick a model, move the sliders, watch attention uncertainty.
 
 No math here: `bam_viz` computes (`bam_viz.live.grid`: the sentence at every slider value), the browser
-draws (`views/components.py`, `views/live/live.js`), `bam_viz.plots.charts` writes the captions, and this
+draws (`views/components.py`, `views/live/live.js`), `bam_viz.plots.captions` writes the captions, and this
 page lays out and wires the controls.
 """
 
@@ -18,10 +18,15 @@ import time
 import streamlit as st
 
 import bam_viz
+from bam_viz.core.grids import nearest_index
 from bam_viz.inference import export
 from bam_viz.live import grid as live
-from bam_viz.plots import charts
+from bam_viz.plots import captions
+from bam_viz.plots.style import TOKEN_WINDOW
+from bam_viz.plots.tokens import token_window, window_around, window_label, window_starts
+from bam_viz.plots.wording import Facts, count
 from views import components, state, why_view
+from views.text import token_option
 
 ss = st.session_state
 _rng = random.Random()
@@ -177,35 +182,28 @@ def summary_captions(result, grid) -> dict:
     """The prose of the prediction and the sweep, written for the server's current values (the page
     marks it as such while a slider is elsewhere); in presentation mode the browser folds it under
     "What this shows"."""
-    out = {"prediction": charts.prediction_caption(result)}
+    out = {"prediction": captions.prediction_caption(result)}
     if grid.posterior_spec is not None and grid.n_samples >= 2:
         current = result.hyper.get(grid.posterior_spec.name)
-        out["sweep"] = charts.sweep_caption(live.sweep_of(grid), current=current)
-    return {k: plain(v) for k, v in out.items()}
+        out["sweep"] = captions.sweep_caption(live.sweep_of(grid), current=current)
+    return out
 
 
 def inside_captions(result, layer: int, head: int, query: int, key: int, relative: bool, shown) -> dict:
     """The prose of the panels inside the attention, as `summary_captions` is for the summary's."""
-    out = {
-        "bars": charts.prior_posterior_caption(result, layer, head, query, shown=shown),
-        "density": charts.key_density_caption(result, layer, head, query, key),
-        "maps": charts.sampled_maps_caption(result, layer, head, relative=relative, shown=shown),
-        "grids": charts.layer_head_caption(result, relative=relative),
+    return {
+        "bars": captions.prior_posterior_caption(result, layer, head, query, shown=shown),
+        "density": captions.key_density_caption(result, layer, head, query, key),
+        "maps": captions.sampled_maps_caption(result, layer, head, relative=relative, shown=shown),
+        "grids": captions.layer_head_caption(result, relative=relative),
     }
-    return {k: plain(v) for k, v in out.items()}
-
-
-def plain(text: str) -> str:
-    """A caption for the browser's textContent: the markdown that st.caption would have rendered
-    (bold ** **, backslash escapes) taken out, so tokens read as typed."""
-    return re.sub(r"\\(.)", r"\1", re.sub(r"(?<!\\)\*\*", "", text))
 
 
 def _indices(grid, hyper: dict) -> tuple[int, int]:
     """The grid indices of the server's current slider values."""
-    post = (live.nearest(grid.values, hyper[grid.posterior_spec.name], grid.posterior_spec.scale == "log")
+    post = (nearest_index(grid.values, hyper[grid.posterior_spec.name], grid.posterior_spec.scale == "log")
             if grid.posterior_spec else 0)
-    prior = (live.nearest(grid.prior_values, hyper[grid.prior_spec.name], grid.prior_spec.scale == "log")
+    prior = (nearest_index(grid.prior_values, hyper[grid.prior_spec.name], grid.prior_spec.scale == "log")
              if grid.prior_spec else 0)
     return post, prior
 
@@ -229,7 +227,7 @@ def picture_controls(result, model) -> tuple[int, int, int, int, bool]:
     # A widget keeps its format_func in the session until the session ends: these hold the tokens and
     # layer numbers only, never the result (a closure over `result` kept every session's alive).
     tokens, stochastic = tuple(result.tokens), frozenset(result.stochastic_layers)
-    token_name = functools.partial(charts.token_option, tokens)
+    token_name = functools.partial(token_option, tokens)
     c = st.columns(4)
     c[0].selectbox("Layer (layer)", range(L), key="layer", format_func=functools.partial(_layer_name, stochastic),
                    persist_state="session")
@@ -260,21 +258,21 @@ def window_control(result) -> None:
     """On a sentence too long for readable maps, where their window of tokens starts: around the
     query token at first, moved to it when a newly chosen query falls outside, else where it is put."""
     T, query = len(result.tokens), ss["query_token"]
-    starts = charts.window_starts(T)
+    starts = window_starts(T)
     if not starts:
         ss["window_start"] = None                      # every token fits: no window, none in the URL
         return
     start = _as_index(ss.get("window_start"))
     query_moved = ss.get("_window_query", query) != query
-    if start is None or (query_moved and query not in charts.token_window(T, start)):
-        start = charts.window_around(T, query)
+    if start is None or (query_moved and query not in token_window(T, start)):
+        start = window_around(T, query)
     ss["window_start"] = min(max(start, starts[0]), starts[-1])
     ss["_window_query"] = query
     st.select_slider(
         "Tokens shown in the bars and maps (window_start)", options=starts, key="window_start",
-        format_func=lambda s: charts.window_label(T, s), persist_state="session",
+        format_func=lambda s: window_label(T, s), persist_state="session",
         help=f"The sentence has {T} tokens, too many to read in a map: the maps show [CLS], "
-             f"{charts.TOKEN_WINDOW - 2} tokens in a row from here, and [SEP]. Choosing a query token "
+             f"{TOKEN_WINDOW - 2} tokens in a row from here, and [SEP]. Choosing a query token "
              "outside them moves them to it.")
 
 
@@ -285,18 +283,18 @@ def inspection(view: state.View, model, hyper: dict) -> None:
     sentence's slider grid without running the model (a new token window makes a new grid).
 
     A fragment keeps its arguments for its reruns, in the session, until the session ends (two
-    minutes after its tab closes): so it takes the view's key, not the result and grid (300 MB at 128
-    tokens and 64 samples), and finds them in the shared cache."""
+    minutes after its tab closes): so it takes the view's key, not the result and grid (every sampled
+    weight of the sentence), and finds them in the shared cache."""
     result, grid = view.result(model), view.grid(model)
     st.subheader("Inside the attention")
     layer, head, query, key, relative = picture_controls(result, model)
-    shown = charts.token_window(len(result.tokens), ss.get("window_start") or 1)
+    shown = token_window(len(result.tokens), ss.get("window_start") or 1)
     if shown != grid.window:                       # a long sentence's window moved: its own grid
         grid = view._replace(window=tuple(shown)).grid(model)
     # Started here too: the cache may have let the run's grid go since (a new one has no frame yet).
     grid.start(_indices(grid, hyper)[0])
     post, prior = _indices(grid, hyper)
-    facts = charts.Facts.of(result)
+    facts = Facts.of(result)
     density_message = facts.no_density(layer)
     if density_message is None and (layer not in grid.scored or not model.attention_family.has_density):
         density_message = ("This layer's attention has no continuous density: its samples are shown in the bars "
@@ -346,7 +344,7 @@ def render_marker(values: dict, started: float, n_samples: int, ready: list[bool
     with st.container(key="render_marker"):
         st.caption(f"view {ss['_runs']} · text {text_tag(values['text'])} · model {values['model']} · "
                    f"{hyper or 'no hyperparameters'} · "
-                   f"{charts.count(n_samples, 'sample')} · seed {values['seed']} · "
+                   f"{count(n_samples, 'sample')} · seed {values['seed']} · "
                    f"slider grid {sum(ready)}/{len(ready)} · server {server_ms:.0f} ms")
 
 
@@ -386,7 +384,7 @@ def main() -> None:
 def poll_interval() -> float:
     """POLL_S, stretched by the number of grids sharing the background workers: each grid's frames
     come that much more slowly, so a poll finds as many new ones, and twenty sessions polling every
-    0.5 s would spend the machine on reruns and the browsers' redraws (measured: press p95 3.4 s)."""
+    0.5 s would spend the machine on reruns and the browsers' redraws (docs/performance.md)."""
     return POLL_S * max(1.0, live.FRAMES.active / live.WORKERS)
 
 
@@ -413,7 +411,12 @@ def live_view(model, name: str) -> None:
         return
     hyper = {h: float(ss[h]) for h in model.hyper_names}
     n_samples, seed = (ss["n_samples"], ss["seed"]) if model.stochastic else (1, 0)
-    n_samples, reduced = state.samples_that_fit(model, text, n_samples)
+    try:
+        n_samples, reduced = state.samples_that_fit(model, text, n_samples)
+    except ValueError as err:                      # a bad $BAM_VIZ_APP_ATTENTION_MB: the server's setting
+        st.error(f"{err}")
+        _poll(False)
+        return
     if reduced:
         st.info(reduced)
     try:
@@ -427,7 +430,7 @@ def live_view(model, name: str) -> None:
         _poll(False)
         return
     for note in result.notes:
-        (st.warning if result.truncated and "longer" in note else st.info)(note)
+        (st.warning if note.warning else st.info)(note)
 
     summary_panel(grid, result, hyper)
     inspection(view, model, hyper)
@@ -446,7 +449,7 @@ def _poll(pending: bool) -> None:
 
 def _window(result) -> list[int]:
     """The token window of the maps on this run (every token of a short sentence)."""
-    return charts.token_window(len(result.tokens), _as_index(ss.get("window_start")) or 1)
+    return token_window(len(result.tokens), _as_index(ss.get("window_start")) or 1)
 
 
 main()

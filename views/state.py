@@ -17,7 +17,9 @@ import streamlit as st
 
 import bam_viz
 from bam_viz import families
+from bam_viz.core.budgets import MB, attention_bytes, env_megabytes
 from bam_viz.core.cache import CACHE
+from bam_viz.core.grids import nearest_index
 from bam_viz.live import grid as live
 from bam_viz.live.grid import LiveGrid
 
@@ -78,8 +80,8 @@ def _one_torch_thread() -> None:
     """One intra-op thread, unless OMP_NUM_THREADS says otherwise.
 
     Sessions already run in threads of their own, and torch's default (a thread per core)
-    oversubscribes the CPU as soon as anything else runs: with training in the background on 2
-    cores, `explain()` (24 tokens, 32 samples) took 2.3 s with 2 threads and 0.2 s with one.
+    oversubscribes the CPU as soon as anything else runs: then the threads of one `explain()` wait
+    for each other (docs/performance.md, "Threads in the app", has it measured).
     """
     import os
 
@@ -91,12 +93,11 @@ def _one_torch_thread() -> None:
 
 # Shared, read-only results and grids, kept in the library's one byte budget (`bam_viz.core.cache.CACHE`,
 # $BAM_VIZ_CACHE_MB) with the models' own caches, rather than `st.cache_data` (which pickles a
-# result, 12 MB at 24 tokens and 32 samples, on every miss and unpickles it on every hit) or
-# `st.cache_resource` (bounded in entries: a result at 128 tokens and 64 samples is 2000 times one at
-# 8 tokens and 4).
+# whole result on every miss and unpickles it on every hit) or `st.cache_resource` (bounded in
+# entries: a result at 128 tokens and 64 samples is 2000 times one at 8 tokens and 4).
 # What one sentence may hold of sampled attention in the explorer, the server's memory being shared by
-# every session: the S x L x H x T x T weights of explain(), 4.5 MB a sample at 128 tokens. Measured,
-# one explain() peaks at about 2.5 times its weights, and the whole zoo with its caches must stay under
+# every session: the S x L x H x T x T weights of explain(), 4.5 MiB a sample at 128 tokens. One
+# explain() peaks at a few times its weights, and the whole zoo with its caches must stay under
 # 2.5 GB (docs/performance.md). Up to 85 tokens the explorer's 64 samples fit.
 APP_ATTENTION_ENV = "BAM_VIZ_APP_ATTENTION_MB"
 APP_ATTENTION_MB = 128
@@ -104,18 +105,14 @@ APP_ATTENTION_MB = 128
 
 def samples_that_fit(model, text: str, n_samples: int) -> tuple[int, str | None]:
     """The samples the explorer draws for `text`: `n_samples`, or fewer for a long sentence, with a
-    sentence saying what was reduced and why (None when nothing was)."""
-    import os
-
-    try:
-        budget = float(os.environ.get(APP_ATTENTION_ENV, APP_ATTENTION_MB)) * 2**20
-    except ValueError:
-        budget = APP_ATTENTION_MB * 2**20
+    sentence saying what was reduced and why (None when nothing was). A bad $BAM_VIZ_APP_ATTENTION_MB
+    is a ValueError naming it, as every budget's is (`bam_viz.core.budgets`)."""
+    budget = env_megabytes(APP_ATTENTION_ENV, APP_ATTENTION_MB) * MB
     try:
         T = len(model.tokenizer.encode(text)[0])
     except Exception:                  # a text the tokenizer refuses: explain() says why, with its message
         return n_samples, None
-    per_sample = 4 * model.n_layers * model.n_heads * T * T
+    per_sample = attention_bytes(model.n_layers, model.n_heads, T)
     fit = max(1, int(budget // per_sample))
     if n_samples <= fit:
         return n_samples, None
@@ -170,7 +167,7 @@ LIVE_SLIDERS = frozenset(SLIDERS)
 def get_grid(model, name: str, text: str, n_samples: int, seed: int, window: tuple[int, ...],
              others: tuple[tuple[str, float], ...]):
     """The sentence at every value of the model's sliders (`bam_viz.live.grid.LiveGrid`), shared by every
-    session that asks for the same (model, text, S, seed, token window); ~1 MB a sentence at 24 tokens.
+    session that asks for the same (model, text, S, seed, token window).
     Its frames are made in the background: `start()` it. Grids grow as frames are made (and
     payloads are memoised from them), so the store measures this one again on every hit."""
     key = (name, text, n_samples, seed, window, others)
@@ -250,9 +247,7 @@ def hyper_options(name: str, trained: float | None) -> list[float]:
 
 def snap(value: float, options: list[float]) -> float:
     """The option nearest to `value` (in log distance when every option is positive)."""
-    if all(o > 0 for o in options) and value > 0:
-        return min(options, key=lambda o: abs(math.log(o) - math.log(value)))
-    return min(options, key=lambda o: abs(o - value))
+    return options[nearest_index(options, value, log=True)]
 
 
 def format_value(x: float) -> str:

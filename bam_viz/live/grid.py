@@ -23,18 +23,18 @@ format of `bam_viz.live.wire`.
 from __future__ import annotations
 
 import hashlib
-import math
 import threading
 import time
 
 import numpy as np
 import torch
 
+from bam_viz.core.grids import with_value
 from bam_viz.core.inputs import check_n_samples, check_seed, check_text
 from bam_viz.core.labels import LABELS
 from bam_viz.families.sampling import masked_log_softmax
 from bam_viz.inference.explain import PriorDraws, lower_states
-from bam_viz.inference.result import log10_density, log10_range
+from bam_viz.inference.result import MonteCarloErrors, log10_density, log10_range
 from bam_viz.live.frames import (
     FRAME_TIMEOUT_S,
     MAP_SAMPLES,
@@ -45,17 +45,22 @@ from bam_viz.live.frames import (
     make_frame,
     quantiles,
 )
-from bam_viz.live.scheduler import (  # noqa: F401  (the app and the benchmarks reach them as live.*)
-    FRAME_WORKER_ENV,
-    FRAMES,
-    SERVER_NICE,
-    WORKERS,
-    lower_priority,
-    server_priority,
-    wait_idle,
-)
+from bam_viz.live.scheduler import FRAME_WORKER_ENV, FRAMES, WORKERS, wait_idle  # noqa: F401  (read as live.*)
 from bam_viz.live.wire import FLOAT32_LIMIT, finite32, pack, unpack  # noqa: F401
 from bam_viz.nn.attention import Mode, Trace
+from bam_viz.plots.captions import gap_sentence
+from bam_viz.plots.format import samples_needed, se_digits
+from bam_viz.plots.style import (
+    BAR_TICK_TOKENS,
+    KL_DECADES,
+    MAX_TICK_TOKENS,
+    PAGE_COLOURS,
+    STD_RANGE,
+    STD_SCALE,
+    VALUE_SCALE,
+    WEIGHT_RANGE,
+    WEIGHT_SCALE,
+)
 
 POSTERIOR_PER_DECADE = 12       # the posterior's log slider: ~21% steps (46 values for shape_k, with the trained 3)
 PRIOR_PER_DECADE = 4            # the prior-only log slider: ~78% steps (33 values for beta)
@@ -67,19 +72,10 @@ IDLE_S = 5.0                    # a grid nobody asked about for this long stops 
 
 
 def slider_values(spec, trained: float | None, side: str = "posterior") -> list[float]:
-    """The values a slider offers: a log (or linear) grid over the spec's range, plus the trained value."""
+    """The values a slider offers: a log (or linear) grid over the spec's range, plus the trained value.
+    The grid index nearest to a value is `bam_viz.core.grids.nearest_index`'s."""
     per_decade = POSTERIOR_PER_DECADE if side == "posterior" else PRIOR_PER_DECADE
-    values = spec.grid(per_decade, LINEAR_POINTS[side])
-    if trained is not None and spec.low <= trained <= spec.high:
-        values.append(float(trained))
-    return sorted(set(values))
-
-
-def nearest(values: list[float], value: float, log: bool) -> int:
-    """Index of the grid value nearest to `value` (in log distance on a log slider)."""
-    if log and value > 0:
-        return min(range(len(values)), key=lambda i: abs(math.log(values[i]) - math.log(value)))
-    return min(range(len(values)), key=lambda i: abs(values[i] - value))
+    return with_value(spec.grid(per_decade, LINEAR_POINTS[side]), trained, spec.low, spec.high)
 
 
 def nearest_first(n: int, start: int) -> list[int]:
@@ -303,8 +299,8 @@ class LiveGrid:
         """Densities of log10 S_ij for one query and key: (G, 2 + P) under q at every posterior
         value and (B, 2 + P) under the prior at every prior value, each row [lo, hi, density at P
         points from lo to hi]; None where the layer has no density. They come from the deterministic pass,
-        not from the frames, so they are made once per selection (SciPy takes ~1 ms a curve, with
-        the GIL held: the page's polls would otherwise slow the workers down)."""
+        not from the frames, so they are made once per selection (SciPy's densities hold
+        the GIL: the page's polls would otherwise slow the workers down)."""
         if layer not in self.scored or not self.family.has_density:
             return None
         return self.memo("densities", (layer, head, query, key), lambda: self._densities(layer, head, query, key))
@@ -376,6 +372,25 @@ def _digest(*parts) -> str:
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
 
+def page_style(kind: str) -> dict:
+    """What the page's JavaScript draws a `kind` ("summary" or "inside") payload with, from each
+    fact's one home: colours by their role on the page, and for the summary the decimals of an
+    estimate and its error, the samples an error needs and the gap's two sentences ({two_se} left
+    for the page to fill), for the inside the colour scales, fixed ranges and token label limits."""
+    style = {"colours": dict(PAGE_COLOURS)}
+    if kind == "summary":
+        # `se_digits`'s rule as data: its decimals where an error asks for no more, and its most
+        style["se_digits"] = {"digits": se_digits(None), "max_digits": se_digits(1e-300)}
+        style["samples_needed"] = {q: samples_needed(q) for q in MonteCarloErrors.ESTIMATORS}
+        style["gap_sentence"] = {"distinguishable": gap_sentence(True, "{two_se}"),
+                                 "indistinguishable": gap_sentence(False, "{two_se}")}
+    else:
+        style["scales"] = {"weight": WEIGHT_SCALE, "std": STD_SCALE, "value": VALUE_SCALE}
+        style |= {"weight_range": list(WEIGHT_RANGE), "std_range": list(STD_RANGE), "kl_decades": KL_DECADES,
+                  "map_labels_max": MAX_TICK_TOKENS, "bar_labels_max": BAR_TICK_TOKENS}
+    return style
+
+
 def summary_payload(grid: LiveGrid, current: int, extra: dict | None = None) -> bytes:
     """What the headline, the sweep and the prediction panel draw, at every posterior value made so far."""
     G, S = len(grid.values), grid.n_samples
@@ -388,6 +403,7 @@ def summary_payload(grid: LiveGrid, current: int, extra: dict | None = None) -> 
     header = {
         "kind": "summary", "id": _digest("summary", id(grid), ready), "ready": ready,
         "n_samples": S, "seed": grid.seed, "model": grid.model.name, "stats": list(STATS), "labels": LABELS,
+        "style": page_style("summary"),
         "stochastic": bool(grid.stochastic_layers),
         "slider": _slider(grid.posterior_spec, grid.values, grid.model.trained_hyper.get(
             grid.posterior_spec.name) if grid.posterior_spec else None, current),
@@ -429,7 +445,7 @@ def inside_payload(grid: LiveGrid, current: int, prior_current: int, layer: int,
     header = {
         "kind": "inside", "id": _digest("inside", id(grid), grid.ready, layer, head, query, key),
         "ready": grid.ready, "n_samples": grid.n_samples, "seed": grid.seed, "labels": LABELS,
-        "float32_limit": FLOAT32_LIMIT,
+        "style": page_style("inside"), "float32_limit": FLOAT32_LIMIT,
         "tokens": list(grid.tokens), "window": list(grid.window),
         "layer": layer, "head": head, "query": query, "key": key, "layers": L, "heads": H,
         "stochastic_layers": list(grid.stochastic_layers), "map_samples": k,
