@@ -107,6 +107,19 @@ def settle() -> None:
     assert live.wait_idle(420)          # a bound on a wait, not a timing: 128-token grids on a busy machine
 
 
+@pytest.fixture(autouse=True)
+def no_frames_left_behind():
+    """After each test every grid is given up, as a server gives up a grid nobody polls: the frames
+    being made finish and no others start, so one test's background work does not run into the next
+    (a grid asked about again resumes: `LiveGrid.touch`)."""
+    yield
+    live.IDLE_S = 0.0
+    try:
+        assert live.wait_idle(420)
+    finally:
+        live.IDLE_S = float("inf")
+
+
 @pytest.fixture(scope="module")
 def at() -> AppTest:
     app = new_app()
@@ -231,7 +244,6 @@ def test_picture_controls_do_not_rerun_the_model(at, monkeypatch):
     at.number_input(key="seed").set_value(7)        # a new grid: the current value first, the rest after
     ok(at.run())
     assert len(calls) >= 1
-    settle()
 
 
 @pytest.mark.parametrize("text", ["", "   \n\t  "])
@@ -313,6 +325,17 @@ def test_page_switch_keeps_the_state(at):
     assert_finite_view(at)
 
 
+def test_a_bad_memory_setting_is_one_message_and_the_page_keeps_running(monkeypatch):
+    """A server started with a $BAM_VIZ_APP_ATTENTION_MB that is not a number says which variable,
+    instead of a traceback; the controls are still there."""
+    monkeypatch.setenv("BAM_VIZ_APP_ATTENTION_MB", "lots")
+    at = new_app(model="bam-wc")
+    at.run()
+    assert not at.exception
+    assert "BAM_VIZ_APP_ATTENTION_MB" in at.error[0].value
+    assert at.selectbox(key="model").value == "bam-wc"
+
+
 def test_model_load_error_is_reported(monkeypatch):
     from bam_viz.zoo import CheckpointError
 
@@ -351,7 +374,6 @@ def test_monte_carlo_numbers_carry_their_standard_error():
     assert all(math.isnan(stats[k]) for k in ("p_se", "gap_se", "mi_se"))
     assert all(math.isfinite(stats[k]) for k in ("p_mc", "gap", "mi"))
     assert "sweep" not in payload(at)[0]["captions"]                      # no sweep from one sample
-    settle()
 
 
 def test_relative_colour_is_a_picture_control_in_the_url(monkeypatch):
@@ -403,7 +425,6 @@ def test_the_captions_fit_the_model(name, says, never):
     captions = captions_of(at)
     assert "Layer 5 is deterministic" not in captions and "1 attention sample was drawn" in captions
     assert "1 attention samples" not in captions
-    settle()
 
 
 LONG_TEXT = ("The film opens with a long, quiet shot of a harbour at dawn, and for the first hour it hardly raises "
@@ -418,36 +439,36 @@ LONG_TEXT = ("The film opens with a long, quiet shot of a harbour at dawn, and f
 def test_a_long_sentence_shows_a_window_of_the_maps_in_the_url():
     """150 word pieces: the note says how many were kept, and the maps show a window of tokens that
     a control moves, mirrored in the URL like the other picture controls."""
-    from bam_viz.plots import charts
+    from bam_viz.plots import tokens
+    from bam_viz.plots.style import TOKEN_WINDOW
 
     model = bam_viz.load("bam-wc")
-    T, W = model.max_tokens, charts.TOKEN_WINDOW
+    T, W = model.max_tokens, TOKEN_WINDOW
     assert model.tokenizer.length(LONG_TEXT) == 152                # 150 word pieces, [CLS] and [SEP]
     at = ok(new_app(text=LONG_TEXT, model="bam-wc", layer="5").run())
     assert f"it has 150 word pieces, and only the first {T - 2}" in at.warning[0].value
     window = at.select_slider(key="window_start")
-    assert window.options == [charts.window_label(T, s) for s in charts.window_starts(T)]
+    assert window.options == [tokens.window_label(T, s) for s in tokens.window_starts(T)]
     assert window.value == 1 and at.query_params["window_start"] == "1"       # from [CLS], the query
     header, arrays = payload(at, "live_inside")
-    assert header["window"] == charts.token_window(T, 1) and len(header["tokens"]) == T
+    assert header["window"] == tokens.token_window(T, 1) and len(header["tokens"]) == T
     assert arrays["maps"].shape[-2:] == (W, W)
     at.select_slider(key="window_start").set_value(60)
     ok(at.run())
     assert at.query_params["window_start"] == "60"
-    assert payload(at, "live_inside")[0]["window"] == charts.token_window(T, 60)
+    assert payload(at, "live_inside")[0]["window"] == tokens.token_window(T, 60)
     assert f"The maps show {W} of {T} tokens" in captions_of(at)
     at.selectbox(key="query_token").set_value(T - 2)               # outside the window: it follows
     ok(at.run())
-    assert at.select_slider(key="window_start").value == charts.window_around(T, T - 2) == T - W + 1
+    assert at.select_slider(key="window_start").value == tokens.window_around(T, T - 2) == T - W + 1
     # the link reproduces the window
     again = ok(new_app(text=LONG_TEXT, model="bam-wc", layer="5", window_start="60").run())
     assert again.select_slider(key="window_start").value == 60
-    assert payload(again, "live_inside")[0]["window"] == charts.token_window(T, 60)
+    assert payload(again, "live_inside")[0]["window"] == tokens.token_window(T, 60)
     # a short sentence shows every token: no window control, none in the URL
     again.text_area(key="text").set_value("A quietly moving film.")
     ok(again.run())
     assert "window_start" not in [s.key for s in again.select_slider] and "window_start" not in again.query_params
-    settle()
 
 
 # A phrase from each panel's explanation on the default page (the sentence, bam-wc at its trained values).
