@@ -1,4 +1,4 @@
-"""python -m bam_viz {train, evaluate, report, bench}: see bam_viz.cli."""
+"""python -m bam_viz {train, evaluate, report, bench, examples, score}: see bam_viz.cli."""
 
 import sys
 

@@ -1,8 +1,8 @@
 """`python -m bam_viz {train, evaluate, report, bench, examples, score}`: the options of every subcommand, and dispatch.
 
 Each subcommand's run function takes the parsed options: `train.train`, `run_evaluate` (here),
-`report.run_report` and `bench.run_bench`; `examples` calls `examples.build` and `examples.write`;
-`run_score` (here) reads a file or corpora into `score.score_inputs` under a progress bar and writes
+`report.run_report` and `bench.library.run_bench`; `examples` calls `examples.build` and `examples.write`;
+`run_score` (here) reads a file or corpora into `evaluation.score.scorer.score_inputs` under a progress bar and writes
 the scores (and their card).
 `run_evaluate` lives here because what it adds to `evaluate.evaluate` is command-line business:
 checking the corpora (problem lines stop the run unless --lenient), building a predictor from the

@@ -102,3 +102,49 @@ def test_the_checks_catch_an_upward_import_and_a_cycle(tmp_path):
     assert imports(bad) == {"model"} and LAYER["model"] >= LAYER["inference"]
     assert cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert cycle({"a": {"b"}, "b": set()}) is None
+
+
+DESIGN = PACKAGE.parent / "docs" / "design.md"
+
+
+def design_section() -> str:
+    text = DESIGN.read_text()
+    start = text.index("## The layout")
+    end = text.index("\n## ", start + 1)
+    return text[start:end]
+
+
+def unit_edges() -> set[tuple[str, str]]:
+    """Which unit imports which, `core` left out: every unit may use the foundations."""
+    return {(unit(m), unit(d)) for m, deps in graph().items() for d in deps
+            if unit(m) != unit(d) and unit(d) != "core"}
+
+
+def drawn_edges(section: str) -> set[tuple[str, str]]:
+    block = section.split("```mermaid", 1)[1].split("```", 1)[0]
+    edges = set()
+    for line in block.splitlines():
+        if "-->" not in line:
+            continue
+        left, right = (side.split("&") for side in line.split("-->"))
+        edges |= {(a.strip(), b.strip()) for a in left for b in right}
+    return edges
+
+
+def drawn_tree(section: str) -> set[str]:
+    """The units the tree names: its entries indented by two spaces, one a line ("core/", "zoo.py")."""
+    block = section.split("```text", 1)[1].split("```", 1)[0]
+    entries = [line.split()[0] for line in block.splitlines() if line.startswith("  ") and line[2] != " "]
+    return {"bam_viz" if e == "__init__.py" else e.removesuffix("/").removesuffix(".py") for e in entries}
+
+
+def drawn_layers(section: str) -> list[set[str]]:
+    rows = [line for line in section.splitlines() if line.startswith("| ") and line[2:3].isdigit()]
+    return [{cell.strip(" `") for cell in row.split("|")[2].split(",")} for row in rows]
+
+
+def test_the_design_notes_picture_is_the_code():
+    section = design_section()
+    assert drawn_edges(section) == unit_edges(), "docs/design.md's graph is not the code's"
+    assert drawn_tree(section) == set(LAYER), "docs/design.md's tree is not the package's"
+    assert drawn_layers(section) == LAYERS, "docs/design.md's layer table is not LAYERS"

@@ -1,1 +1,2 @@
-"""Foundations every layer shares: input checks, names, the task, metrics, the device and the work budgets."""
+"""Foundations every layer shares: input checks, the quantities' names, the task, metrics, token text,
+value grids, memory budgets, the device and the caches."""

@@ -7,8 +7,8 @@ a bound in entries is no bound. The budget is $BAM_VIZ_CACHE_MB (default `DEFAUL
 
 Sizes are measured, not declared: `nbytes` walks an object (tensors by their storage, NumPy arrays,
 bytes, containers, dataclasses and `__dict__`s), counting each storage once. An entry may grow after
-it is stored (a result's lazily computed fields, a live grid's frames): the store measures entries
-again whenever it must decide what to evict, and an owner can say `CACHE.grew()`.
+it is stored (a result's lazily computed fields, a live grid's frames): the store measures an entry
+when it is put, and again when its owner says `CACHE.grew()`.
 
 Memory given back by an eviction reaches the operating system only if the allocator lets it go:
 `release_memory()` asks glibc to (see `tune_allocator`, and docs/performance.md for the

@@ -1,7 +1,7 @@
 """Error analysis over a scored corpus: filters, slices and their metrics, calibration, human
 disagreement and domain shift; the Corpus page's charts of them are `bam_viz.plots.corpus`'s.
 
-The input is a frame of `bam_viz.evaluation.score.scorer.COLUMNS`, one row per (sentence, model). Every number comes
+The input is a frame of `bam_viz.evaluation.score.rows.COLUMNS`, one row per (sentence, model). Every number comes
 from `bam_viz.core.metrics`, on these rows:
   accuracy, NLL, ECE (15 equal-width bins of the confidence max(p, 1 - p)): the clear labelled
     sentences (label "positive" or "negative"; |human mean| > 0.5);

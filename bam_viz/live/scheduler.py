@@ -23,7 +23,7 @@ WORKERS = 2                     # frames made at once: this machine's cores
 
 class FrameScheduler:
     """The background frames of every grid, made by WORKERS threads at lower CPU priority, or, with
-    $BAM_VIZ_FRAME_WORKER=process (the app's setting), sent by those threads to one worker process
+    $BAM_VIZ_FRAME_WORKER=process, sent by those threads to one worker process
     at nice 19 (`bam_viz.live.frames.FrameWorker`), which keeps their Python off the server's GIL.
 
     Grids take turns, a frame each (round robin), and each grid's frames come in its own order
