@@ -148,3 +148,11 @@ def test_the_design_notes_picture_is_the_code():
     assert drawn_edges(section) == unit_edges(), "docs/design.md's graph is not the code's"
     assert drawn_tree(section) == set(LAYER), "docs/design.md's tree is not the package's"
     assert drawn_layers(section) == LAYERS, "docs/design.md's layer table is not LAYERS"
+
+
+def test_no_module_is_over_500_lines():
+    """A module that long mixes concerns: split it by what it is about (docs/design.md, "The layout")."""
+    views = PACKAGE.parent / "views"
+    long = {str(p.relative_to(PACKAGE.parent)): n for p in [*PACKAGE.rglob("*.py"), *views.rglob("*.py")]
+            if (n := len(p.read_text().splitlines())) > 500}
+    assert not long, long
