@@ -65,6 +65,20 @@ def test_gauss_hermite_agrees_with_monte_carlo(function, mean, sd):
         assert g.mean_of_f == pytest.approx(mean**2 + sd**2, rel=1e-12)
 
 
+@pytest.mark.parametrize("function", list(theory.FUNCTIONS))
+def test_the_quadrature_holds_at_the_sliders_widest_gaussians(function):
+    """Against SciPy's adaptive quadrature at the widest sd the sliders offer, where tanh's poles at
+    +-i pi/2 slow Gauss-Hermite down most: within 1e-5, far below the caption's third decimal."""
+    from scipy import integrate, stats
+
+    controls = {c.name: c.options for c in theory.CONTROLS}
+    f, sd = theory.FUNCTIONS[function][0], max(controls["jensen_sd"])
+    for mean in (min(controls["jensen_mean"]), 0.0, 0.5, max(controls["jensen_mean"])):
+        exact = integrate.quad(lambda z: f(np.array(z)) * stats.norm.pdf(z, mean, sd), mean - 12 * sd,
+                               mean + 12 * sd, limit=400, epsabs=1e-13)[0]
+        assert theory.jensen_gap(function, theory.Gaussian(mean, sd)).mean_of_f == pytest.approx(exact, abs=1e-5)
+
+
 def test_the_gap_has_jensens_sign_for_a_convex_function():
     for dist in (theory.TwoPoint(-1, 3, 0.3), theory.Gaussian(0.5, 2.0)):
         for f in ("square", "softplus"):

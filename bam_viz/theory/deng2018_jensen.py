@@ -45,7 +45,7 @@ FUNCTIONS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
     "tanh": (np.tanh, "tanh(z)"),
     "softplus": (lambda z: np.logaddexp(0.0, z), "log(1 + eᶻ)"),
 }
-GAUSS_HERMITE_NODES = 64      # exact for polynomials of degree < 128
+GAUSS_HERMITE_NODES = 300     # exact for polynomials of degree < 600; tanh needs them at wide Gaussians
 # The page's sliders for the toy.
 CONTROLS = (
     Control("jensen_low", "first point z₁", step_grid(-6, 6, 0.5), 0.0),
