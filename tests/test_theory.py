@@ -74,7 +74,7 @@ def test_the_quadrature_holds_at_the_sliders_widest_gaussians(function):
     controls = {c.name: c.options for c in theory.CONTROLS}
     f, sd = theory.FUNCTIONS[function][0], max(controls["jensen_sd"])
     for mean in (min(controls["jensen_mean"]), 0.0, 0.5, max(controls["jensen_mean"])):
-        exact = integrate.quad(lambda z: f(np.array(z)) * stats.norm.pdf(z, mean, sd), mean - 12 * sd,
+        exact = integrate.quad(lambda z, m=mean: f(np.array(z)) * stats.norm.pdf(z, m, sd), mean - 12 * sd,
                                mean + 12 * sd, limit=400, epsabs=1e-13)[0]
         assert theory.jensen_gap(function, theory.Gaussian(mean, sd)).mean_of_f == pytest.approx(exact, abs=1e-5)
 
