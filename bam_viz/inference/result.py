@@ -42,6 +42,8 @@ class MonteCarloErrors:
         "gap_softmax": "sd of the S paired differences f(z_s) − f(softmax) / √S",
         "mutual_information": "jackknife, leaving out one attention sample at a time",
     }
+    # The samples each error needs: a spread needs two; the MI jackknife three.
+    SAMPLES_NEEDED: ClassVar[dict[str, int]] = {"p_positive": 2, "gap": 2, "gap_softmax": 2, "mutual_information": 3}
 
     p_positive: float | None
     gap: float | None
@@ -62,12 +64,13 @@ def monte_carlo_errors(samples: np.ndarray, softmax_p: float, slopes: np.ndarray
     S = samples.shape[0]
     if not stochastic or (S >= 2 and (samples == samples[0]).all()):
         return MonteCarloErrors(0.0, 0.0, 0.0, 0.0, S)
-    if S < 2:
+    need = MonteCarloErrors.SAMPLES_NEEDED
+    if S < min(need.values()):
         return MonteCarloErrors(None, None, None, None, S)
     p = samples[:, positive]                                                     # (S,)
     paired = metrics.paired_gap_se(p, softmax_p)
     deng = paired if slopes is None else metrics.delta_gap_se(p, np.asarray(slopes)[:, positive])
-    mi = float(metrics.mutual_information_jackknife(samples[None])[1][0]) if S >= 3 else None
+    mi = float(metrics.mutual_information_jackknife(samples[None])[1][0]) if S >= need["mutual_information"] else None
     return MonteCarloErrors(p_positive=metrics.mean_se(p), gap=deng, gap_softmax=paired, mutual_information=mi,
                             n_samples=S)
 

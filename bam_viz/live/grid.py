@@ -49,7 +49,7 @@ from bam_viz.live.scheduler import FRAME_WORKER_ENV, FRAMES, WORKERS, wait_idle 
 from bam_viz.live.wire import FLOAT32_LIMIT, finite32, pack, unpack  # noqa: F401
 from bam_viz.nn.attention import Mode, Trace
 from bam_viz.plots.captions import gap_sentence
-from bam_viz.plots.format import samples_needed, se_digits
+from bam_viz.plots.format import SE_DIGITS, SE_MAX_DIGITS, samples_needed
 from bam_viz.plots.style import (
     BAR_TICK_TOKENS,
     KL_DECADES,
@@ -379,8 +379,7 @@ def page_style(kind: str) -> dict:
     for the page to fill), for the inside the colour scales, fixed ranges and token label limits."""
     style = {"colours": dict(PAGE_COLOURS)}
     if kind == "summary":
-        # `se_digits`'s rule as data: its decimals where an error asks for no more, and its most
-        style["se_digits"] = {"digits": se_digits(None), "max_digits": se_digits(1e-300)}
+        style["se_digits"] = {"digits": SE_DIGITS, "max_digits": SE_MAX_DIGITS}     # `se_digits`'s rule
         style["samples_needed"] = {q: samples_needed(q) for q in MonteCarloErrors.ESTIMATORS}
         style["gap_sentence"] = {"distinguishable": gap_sentence(True, "{two_se}"),
                                  "indistinguishable": gap_sentence(False, "{two_se}")}

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import math
 
-from bam_viz.inference.result import ExplainResult
+from bam_viz.inference.result import ExplainResult, MonteCarloErrors
 
-__all__ = ["samples_needed", "se_digits", "signed", "with_se"]
+__all__ = ["SE_DIGITS", "SE_MAX_DIGITS", "samples_needed", "se_digits", "signed", "with_se"]
+
+SE_DIGITS = 3          # the decimals of an estimate and its error
+SE_MAX_DIGITS = 6      # the most an error under a unit of the third decimal is given
 
 
 def signed(x: float, digits: int = 3) -> str:
@@ -18,17 +21,17 @@ def signed(x: float, digits: int = 3) -> str:
     return f"{round(x, digits) or 0.0:+.{digits}f}"
 
 
-def se_digits(se: float | None, digits: int = 3) -> int:
+def se_digits(se: float | None, digits: int = SE_DIGITS) -> int:
     """The decimals of a value and of its standard error `se`: `digits`, or more for an error under
-    one unit of the last digit, up to its first significant one (at most 6)."""
+    one unit of the last digit, up to its first significant one (at most SE_MAX_DIGITS)."""
     if se is not None and 0 < se < 10.0**-digits:
-        return min(-math.floor(math.log10(se)), 6)
+        return min(-math.floor(math.log10(se)), SE_MAX_DIGITS)
     return digits
 
 
 def samples_needed(quantity: str) -> int:
     """How many attention samples the standard error of `quantity` (a field of `result.se`) needs."""
-    return 3 if quantity == "mutual_information" else 2       # a spread needs 2; the MI jackknife, 3
+    return MonteCarloErrors.SAMPLES_NEEDED[quantity]
 
 
 def with_se(result: ExplainResult, quantity: str, value: float, sign: bool = False) -> tuple[str, str]:
