@@ -36,6 +36,7 @@ class ModelConfig:
     mc_dropout: bool = False        # keep dropout on at inference in the stochastic layers (Gal & Ghahramani 2016)
     max_tokens: int = 128
     description: str = ""
+    classes: tuple[str, ...] = CLASSES  # the head's outputs, in order
 
     @property
     def family(self) -> str:
@@ -45,6 +46,7 @@ class ModelConfig:
         d = asdict(self)
         d["attention"] = self.attention.to_dict()
         d["stochastic_layers"] = list(self.stochastic_layers)
+        d["classes"] = list(self.classes)
         return d
 
     @classmethod
@@ -52,7 +54,13 @@ class ModelConfig:
         d = dict(d)
         d["attention"] = AttentionConfig.from_dict(d["attention"])
         d["stochastic_layers"] = tuple(d["stochastic_layers"])
+        d["classes"] = tuple(d.get("classes", CLASSES))
         return cls(**d)
+
+    def __post_init__(self):
+        if len(self.classes) < 2 or len(set(self.classes)) != len(self.classes) \
+                or not all(isinstance(c, str) and c for c in self.classes):
+            raise ValueError(f"a model needs at least two distinct, non-empty class names, not {list(self.classes)!r}")
 
 
 class BamClassifier(nn.Module):
@@ -60,8 +68,6 @@ class BamClassifier(nn.Module):
     linear head on the [CLS] state. A family with a hard alignment (`categorical`) aligns the
     [CLS] query of the top layer to one key shared by all heads, marginalised exactly
     (Deng et al. 2018)."""
-
-    classes = CLASSES
 
     def __init__(self, config: ModelConfig, bert: Bert | None = None):
         super().__init__()
@@ -79,7 +85,7 @@ class BamClassifier(nn.Module):
         for name, p in self.bert.named_parameters():
             if "LayerNorm" in name or "prior_net" in name:
                 p.requires_grad_(True)
-        self.head = nn.Linear(BertConfig().hidden, len(CLASSES))
+        self.head = nn.Linear(BertConfig().hidden, len(config.classes))
         self.tokenizer = Tokenizer(config.max_tokens)
         self.explain_cache = ExplainCache()
         self.card: dict = {}  # the model card, filled by bam_viz.zoo.load
@@ -125,6 +131,15 @@ class BamClassifier(nn.Module):
     @property
     def family(self) -> str:
         return self.config.family
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        """The class names, in the order of every (.., K) probability this model returns."""
+        return self.config.classes
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.config.classes)
 
     @property
     def attention_family(self) -> AttentionFamily:

@@ -60,7 +60,8 @@ MANIFEST = "MANIFEST.json"
 MAX_POSITIONS = 512                 # MiniLM's position embeddings
 # Every field of a card's config: its type and, for numbers, the range it must lie in.
 CONFIG_FIELDS = {"name": str, "attention": dict, "stochastic_layers": list, "lora_rank": int, "dropout": float,
-                 "mc_dropout": bool, "max_tokens": int, "description": str}
+                 "mc_dropout": bool, "max_tokens": int, "description": str, "classes": list}
+OPTIONAL_FIELDS = {"classes"}     # cards written before K classes: binary sentiment
 CONFIG_RANGES = {"lora_rank": (0, 256), "dropout": (0.0, 0.99), "max_tokens": (2, MAX_POSITIONS)}
 
 
@@ -99,6 +100,8 @@ def validate_card(card, name: str) -> ModelConfig:
         bad(f"config.{key}", "is not a known field")
     for key, kind in CONFIG_FIELDS.items():
         if key not in config:
+            if key in OPTIONAL_FIELDS:
+                continue
             bad(f"config.{key}", "is missing")
         if key in CONFIG_RANGES:
             number(f"config.{key}", config[key], kind, *CONFIG_RANGES[key])
