@@ -62,6 +62,28 @@ def test_tokenizer_truncates_and_reports_it():
     assert not truncated and tokens == ["[CLS]", "short", "one", "[SEP]"]
 
 
+def test_a_vocab_txt_tokenises_as_the_tokenizer_json():
+    """BERT's vocab.txt alone gives the bundled tokenizer.json's tokens: normalisation (accents,
+    control characters, CJK), punctuation, WordPiece, special tokens in the text, truncation."""
+    from_json, from_vocab = Tokenizer(max_tokens=24), Tokenizer(max_tokens=24, path=minilm_dir() / "vocab.txt")
+    for text in ["A man is eating food.", "Héllo WORLD!! naïve café [SEP] [cls] don't 123,456.7 ☃ 中文",
+                 "supercalifragilistic unbelievably", "  \t weird\u200b spaces ", "[MASK] tokens [PAD]",
+                 "word " * 40]:
+        encoded = from_vocab.encode(text)
+        assert encoded == from_json.encode(text)
+        assert from_vocab.decode(encoded[0]) == from_json.decode(encoded[0])
+    assert from_vocab.pad_id == from_json.pad_id == 0
+    cased = Tokenizer(path=minilm_dir() / "vocab.txt", lowercase=False)
+    assert cased.encode("Man")[1] == ["[CLS]", "[UNK]", "[SEP]"]     # the uncased vocabulary has no "Man"
+
+
+def test_a_vocab_without_cls_is_refused(tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("[PAD]\n[UNK]\n[SEP]\nfilm\n")
+    with pytest.raises(ValueError, match="has no \\[CLS\\] or no \\[SEP\\]: it is no BERT vocabulary"):
+        Tokenizer(path=vocab)
+
+
 @pytest.mark.parametrize("family", ["softmax", "weibull", "lognormal"])
 @pytest.mark.parametrize("merged", [False, True])
 def test_first_rows_folds_the_key_and_value_projections(family, merged):

