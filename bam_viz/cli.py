@@ -49,17 +49,35 @@ def parse_assignments(items: list[str]) -> dict[str, float]:
 
 def add_train_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Options of `python -m bam_viz train`."""
+    from bam_viz import families
     from bam_viz.train import DEFAULTS
-    from bam_viz.zoo import PRETRAINED, RECIPES, SHARED_WEIGHTS
+    from bam_viz.zoo import RECIPES, SHARED_WEIGHTS
 
-    p.add_argument("--model", required=True, choices=[n for n in RECIPES if n not in SHARED_WEIGHTS])
-    p.add_argument("--data", default=None, help="corpus folder (default: BAM_VIZ_DATA or ../shared/...)")
-    p.add_argument("--out", default=str(PRETRAINED), help="folder that receives <model>/")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--preset", "--model", dest="preset", choices=[n for n in RECIPES if n not in SHARED_WEIGHTS],
+                       help="a zoo recipe (its family, prior, layers and hyperparameters)")
+    which.add_argument("--family", choices=list(families.names()),
+                       help="an attention family, with that family's default hyperparameters")
+    p.add_argument("--data", default=None,
+                   help="a CSV, TSV, JSON Lines or Parquet file of labelled texts; or the corpus folder for "
+                        "the zoo's movie-review data (default: $BAM_VIZ_DATA or ../shared/...)")
+    p.add_argument("--text-column", default="text")
+    p.add_argument("--label-column", default="label")
+    p.add_argument("--classes", default=None, help="the class names in order, comma-separated (default: sorted "
+                                                  "names, or integer labels in numeric order)")
+    p.add_argument("--dev-data", default=None, help="a dev file instead of the stratified split of --data")
+    p.add_argument("--backbone", default=None, help="a BERT folder (config.json, model.safetensors, tokenizer.json "
+                                                    "or vocab.txt); default: the packaged all-MiniLM-L6-v2")
+    p.add_argument("--out", default=None, help="the model folder to write (default for a preset on the zoo's "
+                                               "data: pretrained/<preset>)")
+    p.add_argument("--overwrite", action="store_true", help="replace --out if it exists (at the end, in one rename)")
     p.add_argument("--limit", type=int, default=None, help="train on the first N sentences (smoke tests)")
     p.add_argument("--targets", choices=["hard", "soft"], default="hard",
-                   help="hard: the clear sentences' labels; soft: the share of raters who said positive")
+                   help="the zoo's data only: hard labels, or the share of raters who said positive")
     p.add_argument("--attention", action="append", default=[], metavar="NAME=VALUE",
-                   help="override a hyperparameter of the recipe's attention, e.g. shape_k=3 (repeatable)")
+                   help="set a hyperparameter of the attention, e.g. shape_k=3 (repeatable)")
+    p.add_argument("--epochs", type=int, default=None,
+                   help="at most this many epochs (default: 2 for a preset on the zoo's data, 8 on a file)")
     for k, v in DEFAULTS.items():
         p.add_argument(f"--{k.replace('_', '-')}", type=type(v), default=v)
     return p
@@ -175,13 +193,28 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bam_viz", description=DESCRIPTION)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     sub = parser.add_subparsers(dest="command", required=True)
-    add_train_args(sub.add_parser("train", help="fine-tune a zoo model and write pretrained/<name>/"))
+    add_train_args(sub.add_parser("train", help="train a model on your labelled texts (or a zoo preset), "
+                                                "write its folder"))
     add_evaluate_args(sub.add_parser("evaluate", help="accuracy, NLL, Brier, ECE, AUROCs, Spearman on a corpus split"))
     add_bench_args(sub.add_parser("bench", help="explain() latency, batching speed-ups, a live grid"))
     add_report_args(sub.add_parser("report", help="README tables from saved evaluate --json results"))
     add_examples_args(sub.add_parser("examples", help="choose the explorer's example sentences on movies dev"))
     add_score_args(sub.add_parser("score", help="score a file or corpora: one row per sentence and model"))
+    add_table_args(sub.add_parser("table", help="write a corpus split as a labelled file that train --data reads"))
     return parser
+
+
+def add_table_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Options of `python -m bam_viz table`."""
+    from bam_viz.data import LABEL_SCHEMES
+
+    p.add_argument("--corpus", choices=sorted(CORPORA), default=IN_DOMAIN)
+    p.add_argument("--split", choices=[*SPLITS, "all"], required=True)
+    p.add_argument("--labels", choices=list(LABEL_SCHEMES), default="three-way",
+                   help="; ".join(f"{k}: {v}" for k, v in LABEL_SCHEMES.items()))
+    p.add_argument("--data", default=None, help="folder of the corpora (default: $BAM_VIZ_DATA or ../shared)")
+    p.add_argument("--out", required=True, help="a .csv, .tsv, .jsonl or .parquet file")
+    return p
 
 
 def _jsonable(value: Any) -> Any:
@@ -301,6 +334,10 @@ def run_score(args: argparse.Namespace) -> Path:
             raise score.ScoreInputError("--text-column, --label-column and --id-column are for --input files")
         args.split = args.split or "test"
         inputs = score.corpus_inputs("all" if args.corpus == "all" else [args.corpus], args.split, args.data)
+    # The models are loaded and the labels read as their classes before the progress bar starts, so that
+    # mixed classes or an unknown label is one line.
+    models = score.load_models(models)
+    inputs = score.with_labels(inputs, score.common_classes(models), ", ".join(score.model_name(m) for m in models))
     if partitioned:
         folder = write_ray_parquet(inputs, models, out, n_samples=args.samples, seed=args.seed,
                                    num_workers=args.num_workers, address=args.address)
@@ -332,13 +369,20 @@ def main(argv: list[str] | None = None) -> int:
     """Run a subcommand; a missing or broken corpus file, model or folder is one line on stderr and
     exit status 2, never a traceback."""
     from bam_viz.data import CorpusError
+    from bam_viz.dataset import DataError
     from bam_viz.evaluation.score.scorer import ScoreInputError
+    from bam_viz.nn.backbone import BackboneError
+    from bam_viz.train import TrainingError
     from bam_viz.zoo import CheckpointError
 
     try:
         return _run(argv)
-    except (CorpusError, CheckpointError, FileNotFoundError, ScoreInputError) as err:
+    except (CorpusError, CheckpointError, FileNotFoundError, ScoreInputError, DataError, BackboneError,
+            TrainingError) as err:
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted; nothing was written", file=sys.stderr)
         return 2
 
 
@@ -356,6 +400,9 @@ def _run(argv: list[str] | None) -> int:
         from bam_viz.train import train
 
         args.attention = parse_assignments(args.attention)
+        args.data_is_user = args.data is not None and not Path(args.data).is_dir()
+        if args.data is not None and not Path(args.data).exists():
+            raise FileNotFoundError(f"--data {args.data}: no such file or folder")
         print(train(args))
     elif args.command == "evaluate":
         # A card describes the trained configuration; metrics of any other setting must not land there.
@@ -378,6 +425,21 @@ def _run(argv: list[str] | None) -> int:
         print(json.dumps(run_bench(args), indent=2))
     elif args.command == "score":
         run_score(args)
+    elif args.command == "table":
+        from bam_viz.data import labelled_table
+
+        frame = labelled_table(args.corpus, args.split, args.labels, args.data)
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        writers = {".csv": lambda: frame.to_csv(out, index=False),
+                   ".tsv": lambda: frame.to_csv(out, sep="\t", index=False),
+                   ".jsonl": lambda: frame.to_json(out, orient="records", lines=True, force_ascii=False),
+                   ".parquet": lambda: frame.to_parquet(out, index=False)}
+        if out.suffix.lower() not in writers:
+            raise FileNotFoundError(f"--out {out}: write a {', '.join(writers)} file")
+        writers[out.suffix.lower()]()
+        counts = frame["label"].value_counts().to_dict()
+        print(f"wrote {out} ({len(frame):,} rows: {', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})")
     elif args.command == "examples":
         from bam_viz import zoo
         from bam_viz.evaluation import examples

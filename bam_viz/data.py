@@ -109,6 +109,43 @@ def label_of(mean: float) -> str:
     return AMBIGUOUS
 
 
+# Three classes from the raters' mean: the band the binary zoo leaves out as not clear (|mean| <= 0.5,
+# within half a scale step of the scale's neutral 0) becomes the class "neutral".
+THREE_WAY: tuple[str, ...] = ("negative", "neutral", "positive")
+# A three-way sentence is ambiguous when its mean lies within this much of a band edge (+-0.5): the
+# raters' own mean nearly puts it in the next class.
+BOUNDARY_MARGIN = 0.25
+
+
+def three_way_label(mean: float) -> str:
+    """negative below -0.5, positive above 0.5, else neutral (the same band edges as `label_of`)."""
+    label = label_of(mean)
+    return "neutral" if label == AMBIGUOUS else label
+
+
+def near_boundary(mean: float) -> bool:
+    """Whether a mean rating lies within BOUNDARY_MARGIN of a three-way band edge."""
+    return abs(abs(mean) - CLEAR_THRESHOLD) < BOUNDARY_MARGIN
+
+
+LABEL_SCHEMES = {"two-way": "clear sentences only: positive above 0.5, negative below -0.5",
+                 "three-way": "every sentence: negative below -0.5, neutral in [-0.5, 0.5], positive above 0.5"}
+
+
+def labelled_table(corpus: str, split: str, scheme: str = "three-way", data: str | Path | None = None):
+    """One row per sentence of a corpus split (id, text, label, mean, raters_std, split) under a
+    label scheme of LABEL_SCHEMES: a file `python -m bam_viz train --data` reads."""
+    import pandas as pd
+
+    if scheme not in LABEL_SCHEMES:
+        raise ValueError(f"unknown label scheme {scheme!r}; choose from {list(LABEL_SCHEMES)}")
+    snippets = load_split(corpus, split, data, include_ambiguous=scheme == "three-way")
+    label = three_way_label if scheme == "three-way" else label_of
+    return pd.DataFrame({"id": [s.id for s in snippets], "text": [s.text for s in snippets],
+                         "label": [label(s.mean) for s in snippets], "mean": [s.mean for s in snippets],
+                         "raters_std": [s.std for s in snippets], "split": [s.split for s in snippets]})
+
+
 # The split rule in words, as model cards record it; `split_of` implements it.
 SPLIT_RULE = "sha256(f'{corpus}:{id}') % 10: 0 test, 1 dev, else train"
 

@@ -21,7 +21,8 @@ from bam_viz.inference.explain import ExplainCache, explain
 from bam_viz.inference.posterior import LabelPosterior, label_posterior
 from bam_viz.inference.result import ExplainResult
 from bam_viz.nn.attention import AttentionConfig, Mode, Trace, dropout
-from bam_viz.nn.encoder import Bert, BertConfig, LoRALinear, Tokenizer
+from bam_viz.nn.backbone import build_bert, read_backbone, tokenizer_for
+from bam_viz.nn.encoder import Bert, LoRALinear
 
 LORA_TARGETS = ("query", "key", "value", "attention.output.dense", "intermediate.dense", "output.dense")
 
@@ -37,6 +38,7 @@ class ModelConfig:
     max_tokens: int = 128
     description: str = ""
     classes: tuple[str, ...] = CLASSES  # the head's outputs, in order
+    backbone: str | None = None         # a BERT folder (config.json, model.safetensors, tokenizer); None: MiniLM
 
     @property
     def family(self) -> str:
@@ -72,12 +74,16 @@ class BamClassifier(nn.Module):
     def __init__(self, config: ModelConfig, bert: Bert | None = None):
         super().__init__()
         self.config = config
-        n_layers = BertConfig().n_layers
+        backbone = read_backbone(config.backbone)
+        n_layers = backbone.config.n_layers
         if self.attention_family.hard_alignment and config.stochastic_layers != (n_layers - 1,):
             raise ValueError(f"{config.family} attention is a latent alignment of the top layer only")
+        if not all(0 <= i < n_layers for i in config.stochastic_layers):
+            raise ValueError(f"stochastic layers {list(config.stochastic_layers)} do not exist in a "
+                             f"{n_layers}-layer backbone")
         per_layer = [config.attention if i in config.stochastic_layers else AttentionConfig()
                      for i in range(n_layers)]
-        self.bert = bert if bert is not None else Bert.from_minilm(per_layer)
+        self.bert = bert if bert is not None else build_bert(backbone, per_layer)
         for p in self.bert.parameters():
             p.requires_grad_(False)
         if config.lora_rank:
@@ -85,8 +91,9 @@ class BamClassifier(nn.Module):
         for name, p in self.bert.named_parameters():
             if "LayerNorm" in name or "prior_net" in name:
                 p.requires_grad_(True)
-        self.head = nn.Linear(BertConfig().hidden, len(config.classes))
-        self.tokenizer = Tokenizer(config.max_tokens)
+        self.head = nn.Linear(backbone.config.hidden, len(config.classes))
+        self.tokenizer = tokenizer_for(backbone, config.max_tokens)
+        self.backbone = backbone
         self.explain_cache = ExplainCache()
         self.card: dict = {}  # the model card, filled by bam_viz.zoo.load
 

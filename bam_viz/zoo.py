@@ -1,15 +1,17 @@
-"""The shipped models: their recipes, and loading them from `pretrained/<name>/`.
+"""The models: the shipped zoo's recipes, the user's model folders, and loading either.
 
-Each folder holds `model.safetensors` (only what training changed: adapters, layer norms, prior
-networks, head) and `card.json` (config, hyperparameters, command, split, metrics, sha256 of files).
-`MANIFEST.json` beside the folders holds the sha256 of every card and weights file, so that an
+A model folder holds `model.safetensors` (only what training changed: adapters, layer norms, prior
+networks, head), `card.json` (classes, config, hyperparameters, backbone, command, data and split,
+metrics, sha256 of files) and `MANIFEST.json` (the sha256 of the card and the weights), so that an
 edited card is refused like edited weights; every card's config is checked field by field
-(`validate_card`) before a model is built from it.
+(`validate_card`) before a model is built from it. The zoo's folders are in `pretrained/`; folders
+named in `$BAM_VIZ_MODELS` (a model folder, or a folder of them) join them.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -60,15 +62,17 @@ MANIFEST = "MANIFEST.json"
 MAX_POSITIONS = 512                 # MiniLM's position embeddings
 # Every field of a card's config: its type and, for numbers, the range it must lie in.
 CONFIG_FIELDS = {"name": str, "attention": dict, "stochastic_layers": list, "lora_rank": int, "dropout": float,
-                 "mc_dropout": bool, "max_tokens": int, "description": str, "classes": list}
-OPTIONAL_FIELDS = {"classes"}     # cards written before K classes: binary sentiment
+                 "mc_dropout": bool, "max_tokens": int, "description": str, "classes": list,
+                 "backbone": (str, type(None))}
+OPTIONAL_FIELDS = {"classes", "backbone"}     # cards written before K classes: MiniLM, binary sentiment
 CONFIG_RANGES = {"lora_rank": (0, 256), "dropout": (0.0, 0.99), "max_tokens": (2, MAX_POSITIONS)}
 
 
-def validate_card(card, name: str) -> ModelConfig:
+def validate_card(card, name: str, n_layers: int | None = None) -> ModelConfig:
     """The model config of `card`, checked field by field: one CheckpointError naming the first bad
     field (its type, its range, a missing or unknown key), never a KeyError from deep inside."""
     from bam_viz import families
+    from bam_viz.core.task import MAX_CLASSES
     from bam_viz.nn.attention import PRIORS
     from bam_viz.nn.encoder import BertConfig
 
@@ -106,10 +110,16 @@ def validate_card(card, name: str) -> ModelConfig:
         if key in CONFIG_RANGES:
             number(f"config.{key}", config[key], kind, *CONFIG_RANGES[key])
         elif kind is not float and not isinstance(config[key], kind):
-            bad(f"config.{key}", f"must be a {kind.__name__}, not {config[key]!r}")
+            bad(f"config.{key}", f"must be {getattr(kind, '__name__', 'a string or null')}, not {config[key]!r}")
     if config["name"] != name:
         bad("config.name", f"is {config['name']!r}, not {name!r}")
-    n_layers = BertConfig().n_layers
+    n_layers = BertConfig().n_layers if n_layers is None else n_layers
+    classes = config.get("classes", ["negative", "positive"])
+    if not (2 <= len(classes) <= MAX_CLASSES and all(isinstance(c, str) and c for c in classes)
+            and len(set(classes)) == len(classes)):
+        bad("config.classes", f"must be 2 to {MAX_CLASSES} distinct non-empty names, not {classes!r}")
+    if "classes" in card and card["classes"] != classes:
+        bad("classes", f"are {card['classes']!r}, but the config's are {classes!r}")
     layers = config["stochastic_layers"]
     if not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n_layers for i in layers) \
             or len(set(layers)) != len(layers):
@@ -136,77 +146,132 @@ def validate_card(card, name: str) -> ModelConfig:
         bad("config", f"does not make a model: {e}")
 
 
-def write_manifest(root: Path = PRETRAINED) -> Path:
-    """Record the sha256 of every card and weights file below `root` in root/MANIFEST.json."""
-    files = sorted(p for pattern in ("*/card.json", "*/model.safetensors") for p in root.glob(pattern))
-    manifest = {"sha256": {p.relative_to(root).as_posix(): sha256_file(p) for p in files}}
-    path = root / MANIFEST
-    path.write_text(json.dumps(manifest, indent=2) + "\n")
+MODELS_ENV = "BAM_VIZ_MODELS"
+
+
+def write_folder_manifest(folder: Path) -> Path:
+    """Record the sha256 of the card and the weights of the model folder in folder/MANIFEST.json."""
+    files = [p for p in (folder / "card.json", folder / "model.safetensors") if p.exists()]
+    path = folder / MANIFEST
+    path.write_text(json.dumps({"sha256": {p.name: sha256_file(p) for p in files}}, indent=2) + "\n")
     return path
 
 
-def _check_manifest(root: Path, card_path: Path) -> None:
-    path = root / MANIFEST
+def _check_manifest(folder: Path) -> None:
+    path = folder / MANIFEST
     if not path.exists():
-        raise CheckpointError(f"{path} is missing: it records the sha256 of every card "
+        raise CheckpointError(f"{path} is missing: it records the sha256 of the card and the weights "
                               "(python -m bam_viz train writes it)")
     try:
         recorded = json.loads(path.read_text())["sha256"]
-    except (json.JSONDecodeError, KeyError, TypeError) as e:
+        assert isinstance(recorded, dict)
+    except (json.JSONDecodeError, KeyError, TypeError, AssertionError) as e:
         raise CheckpointError(f"{path} cannot be read: {e}") from e
-    key = card_path.relative_to(root).as_posix()
-    if key not in recorded:
-        raise CheckpointError(f"{path} has no entry for {key}")
-    if recorded[key] != sha256_file(card_path):
-        raise CheckpointError(f"{card_path} was changed: its sha256 is not the one in {path}")
+    for file in ("card.json", "model.safetensors"):
+        if (folder / file).exists() or file == "card.json":
+            if file not in recorded:
+                raise CheckpointError(f"{path} has no entry for {file}")
+            if recorded[file] != sha256_file(folder / file):
+                raise CheckpointError(f"{folder / file} was changed: its sha256 is not the one in {path}")
+
+
+def user_folders(value: str | None = None) -> dict[str, Path]:
+    """The model folders `$BAM_VIZ_MODELS` names, by model name: entries separated by commas or the
+    path separator, each a model folder (with card.json) or a folder of them. A name the zoo or an
+    earlier entry already has is qualified by its parent folder's name ("runs/bam-wc")."""
+    value = os.environ.get(MODELS_ENV, "") if value is None else value
+    found: dict[str, Path] = {}
+    for entry in (e.strip() for e in re.split(rf"[,{re.escape(os.pathsep)}]", value)):
+        if not entry:
+            continue
+        root = Path(entry).expanduser()
+        folders = [root] if (root / "card.json").exists() else sorted(
+            p for p in (root.iterdir() if root.is_dir() else ()) if (p / "card.json").exists()
+            and not p.name.startswith("."))
+        for folder in folders:
+            name = folder.name
+            if name in RECIPES or name in found:
+                name = f"{folder.parent.name}/{folder.name}"
+            found.setdefault(name, folder.resolve())
+    return found
+
+
+def missing_user_folders(value: str | None = None) -> list[str]:
+    """Entries of `$BAM_VIZ_MODELS` that hold no model folder (for a message, never an exception)."""
+    value = os.environ.get(MODELS_ENV, "") if value is None else value
+    entries = [e.strip() for e in re.split(rf"[,{re.escape(os.pathsep)}]", value) if e.strip()]
+    return [e for e in entries if not user_folders(e)]
 
 
 def available_models() -> list[str]:
-    return [n for n in RECIPES if (PRETRAINED / n / "card.json").exists()]
+    """The zoo's shipped models, then the user's (`$BAM_VIZ_MODELS`)."""
+    return [n for n in RECIPES if (PRETRAINED / n / "card.json").exists()] + list(user_folders())
 
 
-def weights_path(name: str, root: Path = PRETRAINED) -> Path:
-    return root / SHARED_WEIGHTS.get(name, name) / "model.safetensors"
+def model_folder(name: str, root: Path = PRETRAINED) -> Path:
+    """The folder of the model called `name`: root/name, else a folder of `$BAM_VIZ_MODELS`."""
+    if isinstance(name, str) and name and "/" not in name and (Path(root) / name / "card.json").exists():
+        return Path(root) / name
+    users = user_folders()
+    if isinstance(name, str) and name in users:
+        return users[name]
+    raise CheckpointError(f"no model called {name!r} (have: {available_models()}); a model folder is "
+                          f"loaded with path=, or added to the app with ${MODELS_ENV}")
 
 
-def read_card(name: str, root: Path = PRETRAINED) -> dict:
-    path = root / name / "card.json"
+def weights_path(folder: Path, card: dict) -> Path:
+    """The weights a card names: its own, or those of the model it shares them with (mc-dropout)."""
+    return folder.parent / card["weights_from"] / "model.safetensors" if "weights_from" in card \
+        else folder / "model.safetensors"
+
+
+def read_card(folder: Path) -> dict:
+    path = Path(folder) / "card.json"
     if not path.exists():
-        raise CheckpointError(f"no model called {name!r} in {root} (have: {available_models()})")
+        raise CheckpointError(f"{path} is missing: a model folder holds card.json, model.safetensors "
+                              "and MANIFEST.json")
     try:
         return json.loads(path.read_text())
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise CheckpointError(f"{path} is not valid JSON: {e}") from e
 
 
 def load(name: str | None = None, device: str | torch.device | None = None, root: Path = PRETRAINED, *,
          path: str | Path | None = None) -> BamClassifier:
-    """A model of the zoo by `name` (from `root`, the shipped models by default), or the model
-    folder at `path` (named like a zoo model, e.g. runs/k3/bam-wc, with MANIFEST.json beside it).
-    Its card is checked against the manifest and field by field, and its weights against the card's
-    sha256, before any tensor is read."""
+    """The model called `name` (a zoo model in `root`, the shipped ones by default, or a folder of
+    `$BAM_VIZ_MODELS`), or the model folder at `path`. Its card is checked against the folder's
+    manifest and field by field, its backbone and weights against the card's sha256, before any
+    tensor is read."""
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
     from bam_viz.core.device import choose_device, tune_allocator
+    from bam_viz.nn.backbone import BackboneError, read_backbone
 
-    if path is not None:
-        folder = Path(path)
-        root, name = folder.parent, folder.name
-    if not isinstance(name, str) or name not in RECIPES:
-        raise CheckpointError(f"no model called {name!r}: a model is one of {list(RECIPES)}, "
-                              "or a folder given as path=")
+    folder = Path(path) if path is not None else model_folder(name, root)
+    if not folder.is_dir():
+        raise CheckpointError(f"{folder} is not a model folder")
+    name = folder.name
     tune_allocator()
 
-    card = read_card(name, root)
-    _check_manifest(root, root / name / "card.json")
-    config = validate_card(card, name)
-    file = weights_path(name, root)
+    card = read_card(folder)
+    _check_manifest(folder)
+    backbone_dir = card.get("config", {}).get("backbone") if isinstance(card, dict) and isinstance(
+        card.get("config"), dict) else None
+    try:
+        backbone = read_backbone(backbone_dir if isinstance(backbone_dir, str) else None)
+    except BackboneError as e:
+        raise CheckpointError(f"the backbone of {folder} cannot be used: {e}") from e
+    config = validate_card(card, name, backbone.config.n_layers)
+    recorded = (card.get("backbone") or {}).get("sha256")
+    if recorded is not None and recorded != backbone.sha256:
+        raise CheckpointError(f"{folder} was trained on a backbone with weights sha256 {recorded[:12]}..., "
+                              f"but {backbone.weights} has {backbone.sha256[:12]}...")
+    file = weights_path(folder, card)
     if not file.exists():
         raise CheckpointError(f"{file} is missing")
-    expected = card.get("files", {}).get(file.name if name not in SHARED_WEIGHTS else
-                                          f"../{SHARED_WEIGHTS[name]}/{file.name}")
-    digest = sha256_file(file)
+    key = f"../{card['weights_from']}/{file.name}" if "weights_from" in card else file.name
+    expected, digest = card["files"].get(key), sha256_file(file)
     if expected != digest:
         raise CheckpointError(f"{file} is corrupt or was changed: sha256 {digest[:12]}..., "
                               f"card says {str(expected)[:12]}...")
@@ -222,7 +287,7 @@ def load(name: str | None = None, device: str | torch.device | None = None, root
                               f"missing {sorted(trainable - set(state))[:5]}")
     model.card = card
     model = share_pretrained(model.to(choose_device(device)).eval().merge_adapters())
-    model.origin = (name, str(Path(root).resolve()))     # where another process loads the same model
+    model.origin = (name, str(folder.parent.resolve()))     # where another process loads the same model
     return model
 
 
@@ -235,6 +300,8 @@ def share_pretrained(model: BamClassifier) -> BamClassifier:
     The shared tensors are frozen (`requires_grad` False); nothing in the library writes them."""
     from bam_viz.nn.encoder import load_minilm_state
 
+    if model.config.backbone is not None:
+        return model
     pretrained = load_minilm_state()
     with torch.no_grad():
         for key, tensor in model.bert.state_dict(keep_vars=True).items():
@@ -250,7 +317,7 @@ HEADLINE = ("accuracy", "nll", "brier", "ece", "auroc_error_entropy", "spearman_
 
 def update_card_metrics(name: str, result: dict, root: Path = PRETRAINED) -> None:
     """Store an evaluation's headline figures in the model's card (metrics[<corpus>_<split>])."""
-    path = root / name / "card.json"
+    path = model_folder(name, root) / "card.json"
     card = json.loads(path.read_text())
     key = f"{result['corpus']}_{result['split']}"
     entry = {f"{k}": result["mc"][k] for k in HEADLINE if k in result.get("mc", {})}
@@ -260,5 +327,5 @@ def update_card_metrics(name: str, result: dict, root: Path = PRETRAINED) -> Non
             entry[k] = v
     entry.update(n_samples=result.get("n_samples"), seed=result.get("seed"), n_clear=result.get("n_clear"))
     card.setdefault("metrics", {})[key] = entry
-    path.write_text(json.dumps(card, indent=2) + "\n")
-    write_manifest(root)
+    path.write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
+    write_folder_manifest(path.parent)

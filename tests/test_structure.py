@@ -22,8 +22,9 @@ LAYERS = [
     {"inference"},
     {"plots", "model"},
     {"zoo"},
-    {"train", "live", "evaluation"},
-    {"theory"},
+    {"live", "evaluation"},
+    {"dataset", "theory"},
+    {"train"},
     {"bench"},
     {"cli"},
     {"__main__", "bam_viz", "sweep", "charts"},   # the facade, and the two old import paths it keeps
