@@ -1,4 +1,4 @@
-"""A MiniLM sentiment classifier whose upper attention layers are random: the BAM model.
+"""A BERT classifier (MiniLM by default, K classes) whose upper attention layers are random: the BAM model.
 
 Layers below the first stochastic one are deterministic and cached per text by `explain()`, so
 moving a slider recomputes only the stochastic layers. Samples ride in the batch axis
@@ -66,8 +66,8 @@ class ModelConfig:
 
 
 class BamClassifier(nn.Module):
-    """MiniLM with low-rank adapters, the chosen attention family in `stochastic_layers`, and a
-    linear head on the [CLS] state. A family with a hard alignment (`categorical`) aligns the
+    """A BERT backbone (the packaged MiniLM, or `config.backbone`) with low-rank adapters, the chosen
+    attention family in `stochastic_layers`, and a linear head on the [CLS] state, one output per class. A family with a hard alignment (`categorical`) aligns the
     [CLS] query of the top layer to one key shared by all heads, marginalised exactly
     (Deng et al. 2018)."""
 
@@ -227,7 +227,7 @@ class BamClassifier(nn.Module):
     def upper(self, x, mask, *, n_samples: int = 1, generator=None, mode: Mode = Mode.SAMPLE,
               hyper: Hyper | None = None, trace: Trace = Trace.NONE, cls_only: bool = True):
         """Layers from the first stochastic one up, on (B, T, C) states; returns logits
-        (n_samples * B, 2), per-layer traces and the summed KL (n_samples * B,).
+        (n_samples * B, K), per-layer traces and the summed KL (n_samples * B,).
 
         Only [CLS] feeds the head, so the top layer is told (`cls_only`) that only its row 0 is
         read; its draws are still the full pass's: the same numbers, the generator left in the
@@ -254,8 +254,8 @@ class BamClassifier(nn.Module):
         return self.head(cls), traces, kl
 
     def exact_log_marginal(self, x, mask, generator=None):
-        """log p(y|x) (B, 2) by exact enumeration of the top layer's alignment z (Deng et al. 2018,
-        eq. 1), from the states below it; also log p(z|x) (B, T) and log p(y|x, z) (B, T, 2)."""
+        """log p(y|x) (B, K) by exact enumeration of the top layer's alignment z (Deng et al. 2018,
+        eq. 1), from the states below it; also log p(z|x) (B, T) and log p(y|x, z) (B, T, K)."""
         family = self.attention_family
         if not family.hard_alignment:
             raise ValueError(f"{family.name} attention has no alignment to enumerate")
@@ -264,7 +264,7 @@ class BamClassifier(nn.Module):
                                              p=self._dropout_p(i, Mode.MEAN))
         states, log_pz = self.bert.layers[-1].states_per_key(
             x, mask, self._dropout_p(self.n_layers - 1, Mode.SAMPLE), generator)      # (B, T, C)
-        log_lik = self.head(states).log_softmax(-1).masked_fill(~mask[..., None], 0.0)  # (B, T, 2)
+        log_lik = self.head(states).log_softmax(-1).masked_fill(~mask[..., None], 0.0)  # (B, T, K)
         log_marginal = family.exact_log_marginal(log_pz[:, None, :], log_lik.transpose(1, 2))
         return log_marginal, log_pz, log_lik
 
@@ -278,12 +278,12 @@ class BamClassifier(nn.Module):
     @torch.inference_mode()
     def predict_samples(self, texts: list[str], n_samples: int = 32, seed: int = 0, batch_size: int = 32,
                         **hyper: float) -> torch.Tensor:
-        """(N, S, 2) predictive probabilities, one per attention sample; deterministic models repeat."""
+        """(N, S, K) predictive probabilities, one per attention sample; deterministic models repeat."""
         texts, batch_size = check_texts(texts), check_batch_size(batch_size)
         n_samples, seed = check_n_samples(n_samples), check_seed(seed)
         resolved = self.hyper(**hyper)
         self.eval()
-        if len(texts) * n_samples * 2 * 4 > WORK.budget:             # the (N, S, 2) float32 answer itself
+        if len(texts) * n_samples * self.n_classes * 4 > WORK.budget:   # the (N, S, K) float32 answer itself
             raise ValueError(f"n_samples={n_samples} for {len(texts)} texts is {len(texts) * n_samples:,} predictions, "
                              f"over the working memory of {WORK.budget / 2**20:.0f} MB (${WORK_ENV}): "
                              "use fewer samples or fewer texts at once")
@@ -306,14 +306,14 @@ class BamClassifier(nn.Module):
                 with WORK.hold(per_text * min(step, ids.shape[0] - i)):
                     x, _ = self.lower(ids[i : i + step], mask[i : i + step])
                     logits, _, _ = self.upper(x, mask[i : i + step], n_samples=S, generator=g, hyper=resolved)
-                out.append(logits.softmax(-1).view(S, x.shape[0], -1).transpose(0, 1))   # (B, S, 2)
+                out.append(logits.softmax(-1).view(S, x.shape[0], -1).transpose(0, 1))   # (B, S, K)
         probs = torch.cat(out).cpu()
         # A deterministic model's S identical samples are a view of its one pass, never S copies.
         return probs.expand(-1, n_samples, -1) if S == 1 else probs
 
     @torch.inference_mode()
     def predict_softmax(self, texts: list[str], batch_size: int = 64, **hyper: float) -> torch.Tensor:
-        """(N, 2) f(softmax): the deterministic pass, every stochastic layer at softmax(psi) (the mean
+        """(N, K) f(softmax): the deterministic pass, every stochastic layer at softmax(psi) (the mean
         of its unnormalised scores, not of its normalised weights: `bam_viz.inference.gaps`), dropout off."""
         texts, batch_size = check_texts(texts), check_batch_size(batch_size)
         resolved = self.hyper(**hyper)
@@ -326,7 +326,7 @@ class BamClassifier(nn.Module):
         return torch.cat(out).cpu()
 
     def predict(self, texts: list[str], n_samples: int = 32, seed: int = 0, **hyper: float) -> torch.Tensor:
-        """(N, 2) Monte Carlo predictive probabilities E[f(z)], batched."""
+        """(N, K) Monte Carlo predictive probabilities E[f(z)], batched."""
         return self.predict_samples(texts, n_samples=n_samples, seed=seed, **hyper).mean(1)
 
     def explain(self, text: str, n_samples: int = 32, seed: int = 0, *, cache: bool = True,
@@ -334,17 +334,20 @@ class BamClassifier(nn.Module):
         """Everything the explorer draws for one sentence: see `bam_viz.inference.explain.explain`."""
         return explain(self, text, n_samples=n_samples, seed=seed, hyper=self.hyper(**hyper), cache=cache)
 
-    def attribute(self, text: str, n_samples: int = 8, seed: int = 0, steps: int = 32, target="positive",
-                  layer: int | None = None, **hyper: float) -> Attribution:
+    def attribute(self, text: str, n_samples: int = 8, seed: int = 0, steps: int = 32,
+                  target: int | str | None = None, layer: int | None = None, **hyper: float) -> Attribution:
         """Integrated Gradients per token for each attention sample and the deterministic pass, with
-        the attention attribution of `layer` on request: see `bam_viz.inference.attribution.attribute`."""
+        the attention attribution of `layer` on request; `target` a class name, an index, or None for
+        the predicted class: see `bam_viz.inference.attribution.attribute`."""
         return attribute(self, text, n_samples=n_samples, seed=seed, steps=steps, target=target, layer=layer,
                          **hyper)
 
     def label_posterior(self, text: str, n_samples: int = 64, seed: int = 0, layer: int | None = None, *,
-                        method: str | None = None, **hyper: float) -> LabelPosterior:
-        """Where the [CLS] query would attend if told each label: see `bam_viz.inference.posterior.label_posterior`."""
-        return label_posterior(self, text, n_samples, seed, layer, method=method, **hyper)
+                        method: str | None = None, target: int | str | None = None,
+                        **hyper: float) -> LabelPosterior:
+        """Where the [CLS] query would attend if told each of the K labels (`target` the one shown,
+        None the predicted): see `bam_viz.inference.posterior.label_posterior`."""
+        return label_posterior(self, text, n_samples, seed, layer, method=method, target=target, **hyper)
 
 
 __all__ = ["BamClassifier", "ModelConfig", "CLASSES"]

@@ -190,7 +190,7 @@ def user_folders(value: str | None = None) -> dict[str, Path]:
             and not p.name.startswith("."))
         for folder in folders:
             name = folder.name
-            if name in RECIPES or name in found:
+            if (PRETRAINED / name / "card.json").exists() or name in found:
                 name = f"{folder.parent.name}/{folder.name}"
             found.setdefault(name, folder.resolve())
     return found
@@ -204,8 +204,9 @@ def missing_user_folders(value: str | None = None) -> list[str]:
 
 
 def available_models() -> list[str]:
-    """The zoo's shipped models, then the user's (`$BAM_VIZ_MODELS`)."""
-    return [n for n in RECIPES if (PRETRAINED / n / "card.json").exists()] + list(user_folders())
+    """The zoo's shipped models (its recipes first, in their order), then the user's (`$BAM_VIZ_MODELS`)."""
+    shipped = sorted(p.parent.name for p in PRETRAINED.glob("*/card.json") if not p.parent.name.startswith("."))
+    return [n for n in RECIPES if n in shipped] + [n for n in shipped if n not in RECIPES] + list(user_folders())
 
 
 def model_folder(name: str, root: Path = PRETRAINED) -> Path:

@@ -44,6 +44,7 @@ class LinearModel:
     (1 + eps_s / 10) w_t . (x_t - x'_t), whatever the quadrature."""
 
     stochastic, first_stochastic, n_layers, n_heads, name = True, 1, 1, 1, "linear"
+    classes = ("negative", "positive")
     attention_family = SimpleNamespace(hard_alignment=False)
     device = torch.device("cpu")
 
@@ -80,7 +81,7 @@ class LinearModel:
 
 def test_ig_of_a_linear_function_is_its_closed_form():
     m = LinearModel()
-    a = attribute(m, "one three seven", n_samples=4, seed=11, steps=3)
+    a = attribute(m, "one three seven", n_samples=4, seed=11, steps=3, target="positive")
     ids = torch.tensor([m.tokenizer.encode("one three seven")[0]])
     base = ids.clone()
     base[:, 1:-1] = 0
@@ -225,10 +226,13 @@ def test_every_sample_is_the_predicted_draw_and_completeness_holds(name):
         a = attributed(name, text)
         S = 8
         assert a.samples.shape == (S, len(a.tokens)) and a.delta.shape == a.probs.shape == (S + 1,)
-        assert a.steps == 32 and a.target == "positive"
+        # By default the class attributed is the predicted one, E[f(z)]'s argmax over these samples.
+        drawn = m.predict_samples([text], n_samples=S, seed=0)[0]                  # (S, K)
+        assert a.steps == 32 and a.target_index == int(drawn.mean(0).argmax())
+        assert a.target == m.classes[a.target_index]
         # The recording pass is predict_samples' pass: the same numbers, not merely close ones.
-        assert torch.equal(a.probs[:S], m.predict_samples([text], n_samples=S, seed=0)[0, :, 1])
-        torch.testing.assert_close(a.probs[S], m.predict_softmax([text])[0, 1], rtol=0, atol=1e-6)
+        assert torch.equal(a.probs[:S], drawn[:, a.target_index])
+        torch.testing.assert_close(a.probs[S], m.predict_softmax([text])[0, a.target_index], rtol=0, atol=1e-6)
         # Captum's f(x) is the replayed network's: it is the recorded draw's, to float32 rounding.
         replayed_fx = a.samples.sum(-1) - a.delta[:S] + a.baseline_probs[:S]
         torch.testing.assert_close(replayed_fx, a.probs[:S], rtol=0, atol=1e-5)
@@ -291,6 +295,9 @@ def test_targets_negative_positive_and_predicted():
     predicted = attribute(m, SHORT[1], steps=4, target="predicted", tolerance=None)
     expected = "positive" if pos.probs[:-1].mean() > 0.5 else "negative"
     assert predicted.target == expected and neg.target == "negative"
+    assert (neg.target_index, pos.target_index, predicted.target_index) == (0, 1, m.classes.index(expected))
+    default = attribute(m, SHORT[1], steps=4, tolerance=None)
+    assert default.target == expected and torch.equal(default.samples, predicted.samples)
 
 
 def test_chunks_cut_by_the_working_memory_give_the_same_attribution(monkeypatch):
@@ -387,9 +394,10 @@ def test_a_probe_touches_only_its_own_thread():
     ({"steps": 1}, ValueError, "steps must be between 2 and 512"),
     ({"steps": 513}, ValueError, "steps must be between 2 and 512"),
     ({"steps": 32.0}, TypeError, "steps must be an int"),
-    ({"target": "neutral"}, ValueError, "target must be 'predicted'"),
-    ({"target": 2}, ValueError, "target must be a class index between 0 and 1"),
-    ({"target": True}, TypeError, "target must be an int"),
+    ({"target": "neutral"}, ValueError, r"target must be a class of the model \('negative', 'positive'\), its index"),
+    ({"target": 2}, ValueError, r"\('negative', 'positive'\), its index \(0 to 1\), or None / 'predicted'"),
+    ({"target": -3}, ValueError, r"\('negative', 'positive'\), its index \(0 to 1\).*got -3"),
+    ({"target": True}, ValueError, r"\('negative', 'positive'\).*got True"),
     ({"layer": 6}, ValueError, "layer must be between 0 and 5"),
     ({"layer": -1}, ValueError, "layer must be between 0 and 5"),
     ({"layer": "2"}, TypeError, "layer must be an int"),
@@ -418,7 +426,7 @@ def test_the_path_goes_through_the_embedding_output_as_layer_integrated_gradient
     from bam_viz.inference.attribution import _Networks
 
     m, text = model("bam-wc"), SHORT[2]
-    ours = attribute(m, text, n_samples=2, seed=3, steps=16, tolerance=None)
+    ours = attribute(m, text, n_samples=2, seed=3, steps=16, tolerance=None, target="positive")
     ids = torch.tensor([m.tokenizer.encode(text)[0]])
     baseline = torch.full_like(ids, m.tokenizer.pad_id)
     baseline[:, 0], baseline[:, -1] = ids[:, 0], ids[:, -1]

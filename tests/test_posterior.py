@@ -118,6 +118,10 @@ def test_exact_posterior_is_bayes_rule(zoo):
     np.testing.assert_allclose(r.softmax_weights[-1, :, 0].double().numpy(), np.broadcast_to(lp.prior, (m.n_heads, T)),
                                atol=1e-6, rtol=0)
     assert all(lp.reliable) and not lp.prior.flags.writeable
+    # The label shown is the predicted one unless told otherwise; every label is computed either way.
+    assert lp.target == int(np.argmax(lp.log_marginal)) and lp.target_label == lp.labels[lp.target]
+    told = label_posterior(m, TEXT, target="negative")
+    assert told.target == NEG and np.array_equal(told.posterior, lp.posterior)
 
 
 def test_exact_marginal_is_the_limit_of_predict_not_the_mean_field(zoo):
@@ -254,6 +258,8 @@ def test_softmax_posterior_is_its_prior(zoo):
     (dict(layer=True), TypeError, "layer must be an int"),
     (dict(method="mcmc"), ValueError, "method must be one of"),
     (dict(method="exact"), ValueError, "no alignment to enumerate"),
+    (dict(target="neutral"), ValueError, r"target must be a class of the model \('negative', 'positive'\)"),
+    (dict(target=2), ValueError, r"its index \(0 to 1\), or None / 'predicted'"),
     (dict(shape_k=1e9), ValueError, "shape_k must be between"),
     (dict(temperature=1.0), ValueError, "unknown hyperparameters"),
     (dict(n_samples=10**9), ValueError, r"n_samples must be at most \d+.*BAM_VIZ_WORK_MB"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import re
 from types import SimpleNamespace
 
@@ -13,6 +14,12 @@ import pytest
 from bam_viz.plots import why
 
 HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+def raw_text(fig) -> str:
+    """Every string of the figure as plotly.js receives it, unescaped (`to_json` writes < as \\u003c,
+    which would hide a tag from a search for it)."""
+    return json.dumps(fig.to_dict(), default=str, ensure_ascii=False)
 
 
 def strip(tokens, mean, low=None, high=None, softmax=None, target="positive"):
@@ -73,7 +80,59 @@ def test_figures_are_valid_plotly_and_escape_tokens():
                why.attention_attribution_figure(tokens, rng.dirichlet(np.ones(T), T), np.zeros((T, T)), None, 2, 3)]
     for fig in figures:
         go.Figure(fig.to_dict())                                       # plotly's own validation
-        assert "<img" not in fig.to_json()
+        assert "<img" not in raw_text(fig) and html.escape(HOSTILE, quote=False) in raw_text(fig)
     assert len(figures[1].data) == 3 and len(figures[2].data) == 2
     attribution = figures[1].data[1]
     assert attribution.zmin == -attribution.zmax                       # zero-centred
+
+
+# ---- K classes ----------------------------------------------------------------------------------
+def posterior_of(labels, target=None, tokens=("[CLS]", "good", "film", "[SEP]")):
+    """A LabelPosterior over `labels` whose rows differ label by label (prior uniform)."""
+    from bam_viz.inference.posterior import LabelPosterior
+
+    K, T = len(labels), len(tokens)
+    rng = np.random.default_rng(1)
+    posterior = rng.dirichlet(np.ones(T), K)
+    p_y = rng.dirichlet(np.ones(K))
+    return LabelPosterior(tokens=tuple(tokens), labels=tuple(labels), prior=p_y @ posterior, posterior=posterior,
+                          log_lik=np.log(np.full((K, T), 0.5)), log_marginal=np.log(p_y), method="importance",
+                          ess=np.full(K, 30.0), n_samples=64, layer=5, target=target)
+
+
+HOSTILE_CLASS = "<b>bold</b> %{x} & <img src=x onerror=alert(1)>"
+
+
+def test_two_labels_are_drawn_together_more_only_the_one_shown():
+    binary = why.label_posterior_figure(posterior_of(("negative", "positive")))
+    assert [d.name for d in binary.data] == ["p(z | x): not told", "p(z | x, y = negative)", "p(z | x, y = positive)"]
+    lp = posterior_of(("a", "b", "c"), target="b")
+    fig = why.label_posterior_figure(lp)
+    assert why.shown_labels(lp) == [1] and [d.name for d in fig.data] == ["p(z | x): not told", "p(z | x, y = b)"]
+    np.testing.assert_allclose(fig.data[1].y, lp.posterior[1])
+    assert "y = b" in fig.layout.title.text
+    fifty = posterior_of([f"c{i:02d}" for i in range(50)])                       # by default the predicted label
+    predicted = int(np.argmax(fifty.log_marginal))
+    assert why.shown_labels(fifty) == [predicted]
+    assert why.label_posterior_figure(fifty).data[1].name == f"p(z | x, y = c{predicted:02d})"
+
+
+def test_class_names_are_text_in_every_figure_and_never_a_template():
+    lp = posterior_of(("plain", HOSTILE_CLASS, "other"), target=1)
+    rng = np.random.default_rng(0)
+    T = len(lp.tokens)
+    figures = [why.label_posterior_figure(lp),
+               why.label_posterior_figure(posterior_of((HOSTILE_CLASS, "plain"))),
+               why.attention_attribution_figure(list(lp.tokens), rng.dirichlet(np.ones(T), T), rng.normal(size=(T, T)),
+                                                None, 4, 0, HOSTILE_CLASS)]
+    escaped = html.escape(HOSTILE_CLASS, quote=False)
+    for fig in figures:
+        go.Figure(fig.to_dict())
+        text = raw_text(fig)
+        assert "<img" not in text and "<b>bold" not in text and escaped in text
+        for trace in fig.data:                                        # the name is data, never in the template
+            assert "%{x} &" not in (trace.hovertemplate or "")
+    assert escaped in figures[0].layout.title.text and escaped in figures[2].layout.title.text
+    assert figures[0].data[1].customdata[0][1] == escaped
+    out = why.legend_html(HOSTILE_CLASS) + strip(["[CLS]", "a", "[SEP]"], [0.0, 0.1, 0.0], target=HOSTILE_CLASS)
+    assert "<img" not in out and "<b>bold" not in out and escaped in out

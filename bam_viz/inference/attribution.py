@@ -2,10 +2,12 @@
 "Axiomatic attribution for deep networks") per attention sample, and attention attribution (Hao et
 al. 2021, "Self-attention attribution").
 
-What is attributed. f = P(target | text), a softmax probability of the head, target "positive",
-"predicted" (the class of E[f(z)]) or a class index. IG is taken with respect to the output of the
-embedding module (`model.bert.embeddings`, word + position + type embeddings after their LayerNorm),
-so that the path runs through points the layers above can read. This is what Captum's
+What is attributed. f = P(target | text), a softmax probability of the head over the model's K
+classes (`model.classes`): target a class name, its index, or None / "predicted" for the class of
+E[f(z)] (the argmax of the samples' mean P, by `bam_viz.core.task.resolve_target`). IG is taken
+with respect to the output of the embedding module (`model.bert.embeddings`, word + position +
+type embeddings after their LayerNorm), so that the path runs through points the layers above can
+read. This is what Captum's
 `LayerIntegratedGradients(forward, model.bert.embeddings)` computes; it is computed with Captum's
 `IntegratedGradients` on that module's output, handed to `BamClassifier.lower(embedded=...)`,
 because `LayerIntegratedGradients` puts the path in place with a forward hook on the embedding
@@ -70,7 +72,7 @@ import torch
 from bam_viz.core.budgets import FLOAT32_BYTES, attention_bytes
 from bam_viz.core.cache import WORK, WORK_ENV
 from bam_viz.core.inputs import _integer, check_n_samples, check_seed, check_text, shown
-from bam_viz.core.task import CLASSES
+from bam_viz.core.task import resolve_target
 from bam_viz.families.sampling import NoiseTape
 from bam_viz.nn.attention import Mode, probe
 
@@ -123,7 +125,8 @@ class Attribution:
     delta: torch.Tensor           # (S'+1,) Captum's convergence delta: samples, then the softmax pass
     probs: torch.Tensor           # (S'+1,) f(x) = P(target): samples, then the softmax pass
     baseline_probs: torch.Tensor  # (S'+1,) f(baseline), the same order
-    target: str                   # the class attributed
+    target: str                   # the class attributed: its name in model.classes
+    target_index: int             # its index, the column of every (.., K) probability
     steps: int                    # the Gauss-Legendre nodes asked for
     nodes: torch.Tensor           # (S'+1,) the nodes each network's integral took (steps, or more: see TOLERANCE)
     baseline: str
@@ -149,15 +152,18 @@ def check_steps(steps) -> int:
     return n
 
 
-def _check_target(target):
-    if target == "predicted" or (isinstance(target, str) and target in CLASSES):
-        return target
-    if isinstance(target, str):
-        raise ValueError(f"target must be 'predicted', a class of {list(CLASSES)} or its index, got {shown(target)}")
-    t = _integer(target, "target")
-    if not 0 <= t < len(CLASSES):
-        raise ValueError(f"target must be a class index between 0 and {len(CLASSES) - 1}, got {shown(t)}")
-    return t
+def check_target(classes, target) -> int | None:
+    """The index of `target` among `classes` (a class name or an index), or None for the predicted
+    class (None or "predicted": resolved once the probabilities are known). Anything else is a
+    ValueError that lists the classes."""
+    if target is None or (isinstance(target, str) and target == "predicted"):
+        return None
+    try:
+        return resolve_target(classes, target)
+    except ValueError:
+        raise ValueError(f"target must be a class of the model ({', '.join(map(repr, classes))}), its index "
+                         f"(0 to {len(classes) - 1}), or None / 'predicted' for the predicted class; "
+                         f"got {shown(target)}") from None
 
 
 def _check_layer(model, layer) -> int | None:
@@ -209,7 +215,7 @@ class _Networks:
 
     def record(self):
         """The recording pass at the real input, B = 1: predict_samples' own pass, then the
-        deterministic pass. Returns P (S+1, 2), the states below the first stochastic layer (1, T, C), and with
+        deterministic pass. Returns P (S+1, K), the states below the first stochastic layer (1, T, C), and with
         a layer, its weights per network (S+1, H, T, T), rows the pass does not compute left zero."""
         m, T = self.model, self.ids.shape[1]
         seen = []
@@ -244,7 +250,7 @@ class _Batch:
         self.softmax = nets.S in networks
 
     def upper(self, x, n: int, weights=None):
-        """P (n R, 2) from the lower layers' states of n R rows; `weights` (n R, H, T, T) replace
+        """P (n R, K) from the lower layers' states of n R rows; `weights` (n R, H, T, T) replace
         layer `layer`'s in the upper layers."""
         nets, m, k = self.nets, self.nets.model, len(self.samples)
         x = x.view(n, self.R, *x.shape[1:])
@@ -265,19 +271,19 @@ class _Batch:
             with nets.probing(wm):
                 logits, _, _ = m.upper(x[:, k], nets.mask(n), mode=Mode.MEAN, hyper=nets.hyper)
             parts.append(logits.softmax(-1).view(n, 1, -1))
-        return torch.cat(parts, 1).reshape(n * self.R, -1)                              # (n R, 2)
+        return torch.cat(parts, 1).reshape(n * self.R, -1)                              # (n R, K)
 
     def of_ids(self, ids):
-        """P (n R, 2) of token ids (n R, T)."""
+        """P (n R, K) of token ids (n R, T)."""
         return self.of_embedded(self.nets.model.bert.embeddings(ids))
 
     def of_embedded(self, embedded):
-        """P (n R, 2) of the embedding module's output (n R, T, C): a point of the path."""
+        """P (n R, K) of the embedding module's output (n R, T, C): a point of the path."""
         x, _ = self.nets.model.lower(None, self.nets.mask(embedded.shape[0]), embedded=embedded)
         return self.upper(x, embedded.shape[0] // self.R)
 
     def of_weights(self, weights):
-        """P (n R, 2) with layer `layer`'s weights replaced by `weights` (n R, H, T, T), from the
+        """P (n R, K) with layer `layer`'s weights replaced by `weights` (n R, H, T, T), from the
         lower layers' states at the real input, unless the layer is among them."""
         nets, rows = self.nets, weights.shape[0]
         if nets.in_lower:
@@ -317,17 +323,22 @@ def check_tolerance(tolerance) -> float | None:
     return float(tolerance)
 
 
-def attribute(model, text: str, n_samples: int = 8, seed: int = 0, steps: int = 32, target="positive",
-              layer: int | None = None, tolerance: float | None = TOLERANCE, **hyper: float) -> Attribution:
+def attribute(model, text: str, n_samples: int = 8, seed: int = 0, steps: int = 32,
+              target: int | str | None = None, layer: int | None = None, tolerance: float | None = TOLERANCE,
+              **hyper: float) -> Attribution:
     """Integrated Gradients of P(target) per token for each of `n_samples` attention samples (each
-    held fixed along the path) and the deterministic pass; with `layer`, also Hao et al.'s attribution of
-    that layer's attention weights. `steps` Gauss-Legendre nodes, doubled for a network whose
-    completeness delta is not below `tolerance` (None: `steps` exactly). See the module's docstring."""
+    held fixed along the path) and the deterministic pass; `target` a class of `model.classes` by
+    name or index, or None / "predicted" for the class of E[f(z)] over these samples; with `layer`,
+    also Hao et al.'s attribution of that layer's attention weights. `steps` Gauss-Legendre nodes,
+    doubled for a network whose completeness delta is not below `tolerance` (None: `steps` exactly).
+    See the module's docstring."""
     from captum.attr import IntegratedGradients
 
     text = check_text(text)
     n_samples, seed, steps = check_n_samples(n_samples), check_seed(seed), check_steps(steps)
-    target, layer, tolerance = _check_target(target), _check_layer(model, layer), check_tolerance(tolerance)
+    classes = tuple(model.classes)
+    index = check_target(classes, target)
+    layer, tolerance = _check_layer(model, layer), check_tolerance(tolerance)
     resolved = model.hyper(**hyper)
     ids, tokens, _ = model.tokenizer.encode(text)
     T = len(ids)
@@ -343,11 +354,10 @@ def attribute(model, text: str, n_samples: int = 8, seed: int = 0, steps: int = 
     with torch.inference_mode(False):
         ids = torch.tensor([ids], device=model.device)
         nets = _Networks(model, ids, n_samples, seed, resolved, layer)
-        probs, states, weights = nets.record()                                      # (S+1, 2)
+        probs, states, weights = nets.record()                                      # (S+1, K)
         probs = probs.cpu()
-        if target == "predicted":
-            target = int(probs[:S].mean(0).argmax())
-        index = target if isinstance(target, int) else CLASSES.index(target)
+        if index is None:
+            index = resolve_target(classes, None, probs[:S].mean(0).tolist())
         baseline = torch.full_like(ids, model.tokenizer.pad_id)
         baseline[:, 0], baseline[:, -1] = ids[:, 0], ids[:, -1]
 
@@ -392,7 +402,7 @@ def attribute(model, text: str, n_samples: int = 8, seed: int = 0, steps: int = 
     return Attribution(
         tokens=list(tokens), softmax=per_token[S], samples=_samples(per_token[:S], n_samples),
         delta=_rows(delta, S, n_samples), probs=_rows(probs[:, index], S, n_samples),
-        baseline_probs=_rows(f_baseline, S, n_samples), target=CLASSES[index], steps=steps,
+        baseline_probs=_rows(f_baseline, S, n_samples), target=classes[index], target_index=index, steps=steps,
         nodes=_rows(nodes, S, n_samples), baseline=BASELINE, attention=attention)
 
 
@@ -407,4 +417,4 @@ def _rows(per_network: torch.Tensor, S: int, n_samples: int) -> torch.Tensor:
 
 
 __all__ = ["Attribution", "AttentionAttribution", "BASELINE", "TOLERANCE", "attribute", "check_steps",
-           "check_tolerance"]
+           "check_target", "check_tolerance"]

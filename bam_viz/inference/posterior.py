@@ -1,7 +1,8 @@
 """Posterior attention given the label: where the model would look if it were told the answer.
 
 The [CLS] query's attention row z (a key for a hard alignment, a point of the simplex for
-continuous attention) is random given the text x. Told the label y, Bayes' rule reweights it:
+continuous attention) is random given the text x. Told the label y, one of the model's K classes,
+Bayes' rule reweights it:
 
     p(z | x, y) = p(z | x) p(y | x, z) / p(y | x),   p(y | x) = sum_z p(z | x) p(y | x, z)
 
@@ -34,20 +35,25 @@ The estimate is as good as its effective sample size, ESS = (sum_s w_s)^2 / sum_
 in [1, S]: S when every sample explains y equally well, near 1 when one sample carries the weight.
 A deterministic model (softmax) has one attention row: told the label it looks at the same keys,
 so it answers with posterior = prior, one sample, ESS 1, method = "deterministic".
+
+Every label is computed (the K rows cost one pass); `target` names the one a picture shows, by
+default the predicted class, the argmax of p(y | x) (exact, or the estimate p_hat(y | x)).
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 
 from bam_viz.core.cache import WORK, WORK_ENV, explain_bytes
 from bam_viz.core.inputs import check_n_samples, check_seed, check_text, shown
+from bam_viz.core.task import resolve_target
 from bam_viz.core.text import display_token
+from bam_viz.inference.attribution import check_target
 from bam_viz.inference.explain import lower_states
 from bam_viz.nn.attention import Trace
 
@@ -65,29 +71,44 @@ SPECIAL_TOKENS = frozenset({"[CLS]", "[SEP]", "[PAD]"})   # attention's resting 
 
 @dataclass(frozen=True, eq=False)
 class LabelPosterior:
-    """The [CLS] query's attention in one layer before and after being told each label.
+    """The [CLS] query's attention in one layer before and after being told each of K labels.
 
     Arrays are read-only float64 NumPy. `ess` and `n_samples` are None for the exact method, which
     draws nothing; the per-head arrays are None there too (the alignment is shared by every head).
+    `target` is the label a picture shows, an index of `labels`: given as a name, an index, or None
+    for the predicted label (the argmax of p(y | x)), it is stored as its index.
     """
 
     tokens: tuple[str, ...]                # [CLS] first and [SEP] last
-    labels: tuple[str, ...]                # model.classes: ("negative", "positive")
+    labels: tuple[str, ...]                # model.classes, the order of every (K, ..) array
     prior: np.ndarray                      # (T,) p(z | x), or the mean sampled row
-    posterior: np.ndarray                  # (2, T) p(z | x, y) per label, or its estimate
-    log_lik: np.ndarray                    # (2, T) log p(y | x, z = j), or its attention-weighted mean
-    log_marginal: np.ndarray               # (2,) log p(y | x), exact or log mean_s p(y | x, z_s)
+    posterior: np.ndarray                  # (K, T) p(z | x, y) per label, or its estimate
+    log_lik: np.ndarray                    # (K, T) log p(y | x, z = j), or its attention-weighted mean
+    log_marginal: np.ndarray               # (K,) log p(y | x), exact or log mean_s p(y | x, z_s)
     method: str                            # "exact", "importance" or "deterministic"
-    ess: np.ndarray | None                 # (2,) effective sample size per label
+    ess: np.ndarray | None                 # (K,) effective sample size per label
     n_samples: int | None
     layer: int
     prior_heads: np.ndarray | None = None        # (H, T)
-    posterior_heads: np.ndarray | None = None    # (2, H, T)
-    sample_log_lik: np.ndarray | None = None     # (S, 2) log p(y | x, z_s), the weights' logs
+    posterior_heads: np.ndarray | None = None    # (K, H, T)
+    sample_log_lik: np.ndarray | None = None     # (S, K) log p(y | x, z_s), the weights' logs
+    target: int | str | None = None              # the label shown: stored as its index
+
+    def __post_init__(self):
+        object.__setattr__(self, "target", resolve_target(self.labels, self.target, np.exp(self.log_marginal)))
+
+    @property
+    def target_label(self) -> str:
+        """The name of the label shown."""
+        return self.labels[self.target]
+
+    def with_target(self, target: int | str | None) -> LabelPosterior:
+        """The same posterior showing another label (a name, an index, or None for the predicted one)."""
+        return replace(self, target=check_target(self.labels, target))
 
     @property
     def reliable(self) -> np.ndarray:
-        """(2,) bool: whether each label's estimate rests on enough effective samples (always True
+        """(K,) bool: whether each label's estimate rests on enough effective samples (always True
         for the exact and deterministic methods; see `RELIABLE_FRACTION`)."""
         if self.method != "importance":
             return np.ones(len(self.labels), dtype=bool)
@@ -132,8 +153,9 @@ def importance_posterior(sample_log_lik: torch.Tensor, attention: torch.Tensor) 
 
 
 def label_posterior(model, text: str, n_samples: int = 64, seed: int = 0, layer: int | None = None, *,
-                    method: str | None = None, **hyper: float) -> LabelPosterior:
-    """Where `model`'s [CLS] query would attend in `layer` if it were told each label of `text`.
+                    method: str | None = None, target: int | str | None = None, **hyper: float) -> LabelPosterior:
+    """Where `model`'s [CLS] query would attend in `layer` if it were told each label of `text`, one
+    of `model.classes`; `target` (a class name, an index, or None / "predicted") the label shown.
 
     `layer` None: the top stochastic layer (the top layer for a deterministic model). `method` None:
     "exact" where the model's alignment can be enumerated (`categorical`), else "importance" over
@@ -143,6 +165,7 @@ def label_posterior(model, text: str, n_samples: int = 64, seed: int = 0, layer:
     posterior equals the prior. See the module docstring for the estimator and its ESS."""
     check_text(text)
     n_samples, seed = check_n_samples(n_samples), check_seed(seed)
+    target = check_target(tuple(model.classes), target)
     if method is not None and method not in METHODS:
         raise ValueError(f"method must be one of {list(METHODS)} or None, got {shown(method)}")
     resolved = model.hyper(**hyper)
@@ -158,7 +181,7 @@ def label_posterior(model, text: str, n_samples: int = 64, seed: int = 0, layer:
                          f"{model.n_layers - 1} or None, got {layer}")
     model.eval()
     if exact:
-        return _exact(model, lower_states(model, text), layer)
+        return _exact(model, lower_states(model, text), layer, target)
     S = n_samples if model.stochastic else 1
     T = len(model.tokenize(text))
     n_stochastic = len(model.config.stochastic_layers) if model.stochastic else 0
@@ -170,7 +193,7 @@ def label_posterior(model, text: str, n_samples: int = 64, seed: int = 0, layer:
                          f"{WORK.budget / 2**20:.0f} MB working memory (${WORK_ENV}); use fewer samples "
                          "or a shorter text") from None
     with WORK.hold(per_sample * S):
-        return _importance(model, lower_states(model, text), S, seed, resolved, layer)
+        return _importance(model, lower_states(model, text), S, seed, resolved, layer, target)
 
 
 def _check_layer(layer, n_layers: int, default: int) -> int:
@@ -184,24 +207,24 @@ def _check_layer(layer, n_layers: int, default: int) -> int:
 
 
 @torch.inference_mode()
-def _exact(model, lower, layer: int) -> LabelPosterior:
+def _exact(model, lower, layer: int, target: int | None) -> LabelPosterior:
     family = model.attention_family
     _, log_pz, log_lik = model.exact_log_marginal(lower.x, lower.mask)
     # Renormalised in float64 so that rows sum to one to rounding, not to float32's 1e-7.
     log_prior = log_pz[0].double().log_softmax(-1)                               # (T,)
-    log_lik = log_lik[0].double().log_softmax(-1).T                              # (2, T)
+    log_lik = log_lik[0].double().log_softmax(-1).T                              # (K, T)
     return LabelPosterior(
         tokens=tuple(lower.tokens), labels=tuple(model.classes),
         prior=_frozen(log_prior.exp()),
         posterior=_frozen(family.exact_posterior(log_prior, log_lik).exp()),
         log_lik=_frozen(log_lik),
         log_marginal=_frozen(family.exact_log_marginal(log_prior, log_lik)),
-        method="exact", ess=None, n_samples=None, layer=layer,
+        method="exact", ess=None, n_samples=None, layer=layer, target=target,
     )
 
 
 @torch.inference_mode()
-def _importance(model, lower, S: int, seed: int, hyper, layer: int) -> LabelPosterior:
+def _importance(model, lower, S: int, seed: int, hyper, layer: int, target: int | None) -> LabelPosterior:
     # explain()'s sampled pass: the same generator, consumed as predict_samples consumes it.
     g = torch.Generator(device=model.device).manual_seed(seed)
     logits, traces, _ = model.upper(lower.x, lower.mask, n_samples=S, generator=g, hyper=hyper,
@@ -212,7 +235,7 @@ def _importance(model, lower, S: int, seed: int, hyper, layer: int) -> LabelPost
     else:
         rows = traces[layer - first].weights[:, :, 0]                             # (S or 1, H, T)
     rows = rows.double().cpu().expand(S, *rows.shape[1:])                         # (S, H, T)
-    sample_log_lik = logits.double().cpu().log_softmax(-1)                        # (S, 2)
+    sample_log_lik = logits.double().cpu().log_softmax(-1)                        # (S, K)
     est = importance_posterior(sample_log_lik, rows)
     return LabelPosterior(
         tokens=tuple(lower.tokens), labels=tuple(model.classes),
@@ -221,7 +244,7 @@ def _importance(model, lower, S: int, seed: int, hyper, layer: int) -> LabelPost
         method="importance" if model.stochastic else "deterministic",
         ess=_frozen(est["ess"]), n_samples=S, layer=layer,
         prior_heads=_frozen(est["prior_heads"]), posterior_heads=_frozen(est["posterior_heads"]),
-        sample_log_lik=_frozen(sample_log_lik),
+        sample_log_lik=_frozen(sample_log_lik), target=target,
     )
 
 
@@ -233,11 +256,13 @@ def _frozen(t: torch.Tensor) -> np.ndarray:
     return a
 
 
-def describe(lp: LabelPosterior, label: str) -> str:
-    """One plain-text sentence on what being told `label` changes: the word whose attention rises
-    most and the one that falls most, special tokens left out; a different sentence when no word
-    moves by `NOTICEABLE_SHIFT`, and a warning when the estimate's ESS is low (`lp.reliable` says
-    so as a flag)."""
+def describe(lp: LabelPosterior, label: str | None = None) -> str:
+    """One plain-text sentence on what being told `label` (None: the label shown, `lp.target`)
+    changes: the word whose attention rises most and the one that falls most, special tokens left
+    out; a different sentence when no word moves by `NOTICEABLE_SHIFT`, and a warning when the
+    estimate's ESS is low (`lp.reliable` says so as a flag)."""
+    if label is None:
+        label = lp.target_label
     y = lp.index(label)
     told = f"the sentence is {label}"
     if lp.method == "deterministic":

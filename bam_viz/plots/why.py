@@ -5,7 +5,10 @@ browser.
 
 Tokens reach the page only through `html.escape` (the strip) or `tokens.axis_labels` (figures):
 Captum's own `visualize_text` inserts tokens unescaped, so a review containing
-`<img src=x onerror=...>` would run its script.
+`<img src=x onerror=...>` would run its script. Class names come from a user's data as freely as
+sentences do, and are escaped the same way wherever they appear (plotly reads tags in titles,
+legend names and hover text; a hover template also reads `%{...}`, so a name enters one only as
+data, never as part of the template).
 
 The colour scale is fixed (`ATTRIBUTION_SCALE` of probability at full colour) rather than fitted to
 each sentence, so that a pale token means a small effect in every sentence and under every slider
@@ -31,6 +34,10 @@ ATTRIBUTION_SCALE = 0.5           # |attribution| (a share of P(target)) drawn a
 DIVERGING = plotly.colors.get_colorscale("RdBu")
 NEGATIVE_RGB, POSITIVE_RGB = (178, 24, 43), (33, 102, 172)
 LABEL_COLOURS = {"negative": "#d6604d", "positive": "#4393c3"}
+# Up to this many labels the posterior figure draws every label's row: two straddle the prior (their
+# p(y | x)-weighted mean is the prior) and read as a pair. With more, a key's bars would crowd each
+# other, and the figure draws the prior and the label shown (`LabelPosterior.target`) alone.
+EVERY_LABEL_UP_TO = 2
 
 
 def _rgb(value: float, scale: float) -> tuple[int, int, int]:
@@ -116,21 +123,33 @@ def legend_html(target: str, scale: float = ATTRIBUTION_SCALE) -> str:
 
 
 # ---- figures ------------------------------------------------------------------------------------
+def shown_labels(lp) -> list[int]:
+    """The labels the posterior figure draws (indices of `lp.labels`): every one up to
+    `EVERY_LABEL_UP_TO`, else the label shown, `lp.target`."""
+    return list(range(len(lp.labels))) if len(lp.labels) <= EVERY_LABEL_UP_TO else [lp.target]
+
+
 def label_posterior_figure(lp) -> go.Figure:
-    """Where the [CLS] query looks: p(z | x) (the prior, grey) and p(z | x, y) for each label."""
+    """Where the [CLS] query looks: p(z | x) (the prior, grey) and p(z | x, y) for each label drawn
+    (`shown_labels`)."""
     labels = axis_labels(list(lp.tokens))
     data = [{"type": "bar", "name": "p(z | x): not told", "x": labels, "y": kit.finite(lp.prior).tolist(),
              "marker": {"color": PRIOR_COLOUR}}]
-    for k, label in enumerate(lp.labels):
-        data.append({"type": "bar", "name": f"p(z | x, y = {label})", "x": labels,
+    drawn = shown_labels(lp)
+    for k in drawn:
+        label = lp.labels[k]
+        name = html.escape(label, quote=False)
+        log_lik = kit.finite(lp.log_lik[k]).tolist()
+        data.append({"type": "bar", "name": f"p(z | x, y = {name})", "x": labels,
                      "y": kit.finite(lp.posterior[k]).tolist(),
                      "marker": {"color": LABEL_COLOURS.get(label, POSTERIOR_COLOUR)},
-                     "customdata": kit.finite(lp.log_lik[k]).tolist(),
-                     "hovertemplate": "%{x}: %{y:.3f}<br>log p(y | x, z) = %{customdata:.3f}<extra>"
-                                      + html.escape(label) + "</extra>"})
-    title = ("Attention given the label (exact)" if lp.method == "exact" else
-             "Attention given the label (importance-weighted)" if lp.method == "importance" else
-             "Attention given the label (deterministic: nothing to update)")
+                     "customdata": [[v, name] for v in log_lik],
+                     "hovertemplate": "%{x}: %{y:.3f}<br>log p(y | x, z) = %{customdata[0]:.3f}"
+                                      "<extra>%{customdata[1]}</extra>"})
+    told = "" if len(drawn) > 1 else f" y = {html.escape(lp.labels[drawn[0]], quote=False)}"
+    title = (f"Attention given the label{told} (exact)" if lp.method == "exact" else
+             f"Attention given the label{told} (importance-weighted)" if lp.method == "importance" else
+             f"Attention given the label{told} (deterministic: nothing to update)")
     layout = kit.layout(title, 320, barmode="group",
                         xaxis=kit.axis(tickangle=-45, type="category"),
                         yaxis=kit.axis(title={"text": "weight of the key"}, rangemode="tozero"))
@@ -138,10 +157,12 @@ def label_posterior_figure(lp) -> go.Figure:
 
 
 def attention_attribution_figure(tokens: list[str], attention: np.ndarray, attribution: np.ndarray,
-                                 band: np.ndarray | None, layer: int, head: int) -> go.Figure:
+                                 band: np.ndarray | None, layer: int, head: int,
+                                 target: str | None = None) -> go.Figure:
     """Beside the attention map (query rows, key columns), its attribution (Hao et al. 2021: IG of
     P(target) with respect to the weights, scaled from zero): diverging and zero-centred; and where
-    the layer is stochastic, the width of its 5-95% band over samples."""
+    the layer is stochastic, the width of its 5-95% band over samples. `target`, the class
+    attributed, is named in the title."""
     labels = axis_labels(list(tokens))
     attention, attribution = kit.finite(attention), np.nan_to_num(np.asarray(attribution, dtype=np.float64))
     reach = float(np.abs(attribution).max()) or 1e-6
@@ -165,7 +186,8 @@ def attention_attribution_figure(tokens: list[str], attention: np.ndarray, attri
                                                  title={"text": name})
         layout_axes[f"yaxis{suffix}"] = kit.axis(type="category", autorange="reversed",
                                                  showticklabels=k == 0, anchor=f"x{suffix}")
-    layout = kit.layout(f"Layer {layer}, head {head}: attention and its attribution", 420, legend=False,
+    of = "" if target is None else f" for P({html.escape(target, quote=False)})"
+    layout = kit.layout(f"Layer {layer}, head {head}: attention and its attribution{of}", 420, legend=False,
                         **layout_axes)
     px = kit.label_px(labels)
     return kit.figure(data, kit.margin(layout, b=px + 40, l=px + 10))
