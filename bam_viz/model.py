@@ -67,9 +67,9 @@ class ModelConfig:
 
 class BamClassifier(nn.Module):
     """A BERT backbone (the packaged MiniLM, or `config.backbone`) with low-rank adapters, the chosen
-    attention family in `stochastic_layers`, and a linear head on the [CLS] state, one output per class. A family with a hard alignment (`categorical`) aligns the
-    [CLS] query of the top layer to one key shared by all heads, marginalised exactly
-    (Deng et al. 2018)."""
+    attention family in `stochastic_layers`, and a linear head on the [CLS] state, one output per
+    class. A family with a hard alignment (`categorical`) aligns the [CLS] query of the top layer to
+    one key shared by all heads, marginalised exactly (Deng et al. 2018)."""
 
     def __init__(self, config: ModelConfig, bert: Bert | None = None):
         super().__init__()
