@@ -290,6 +290,7 @@ def test_scatter_brushes_the_measure_and_the_raters_std(frame, measure):
     select, (brushed,) = _params(spec)[charts.SCATTER_BRUSH]
     assert select == {"type": "interval"} and brushed is spec
     enc = spec["encoding"]
+    assert "scale" not in enc["x"]                                  # no top given: Altair's own
     assert (enc["x"]["field"], enc["y"]["field"], enc["color"]["field"]) == (measure, "raters_std", "outcome")
     assert enc["x"]["title"] == corpus.MEASURES[measure]
     assert len(next(iter(spec["datasets"].values()))) == len(rows)
@@ -361,3 +362,126 @@ def test_shipped_movies_metrics_match_the_references(shipped):
         clear = shipped[(shipped["model"] == m) & shipped["label"].isin(["positive", "negative"])]
         is_ood = (clear["corpus"] != "movies").to_numpy()
         assert domain.loc[m, "out-of-domain"] == pytest.approx(brute_auroc(clear[MEASURE].to_numpy(), is_ood))
+
+
+# ---- K classes ----------------------------------------------------------------------------------
+TOPICS = ("sports", "politics", "science", "arts")
+
+
+def synthetic_k(n: int = 120, models=("alpha", "beta"), classes=TOPICS, seed: int = 3) -> pd.DataFrame:
+    """A scored frame of a K-class table (`score.columns_for(classes)`): user data, no corpus and no
+    raters, a few sentences unlabelled, the predictions right more often than chance."""
+    rng = np.random.default_rng(seed)
+    K, rows = len(classes), []
+    for i in range(n):
+        label = classes[rng.integers(K)] if i % 10 else None
+        for m in models:
+            logits = rng.normal(size=K)
+            if label is not None:
+                logits[classes.index(label)] += 1.5
+            p = np.exp(logits) / np.exp(logits).sum()
+            predicted = classes[int(p.argmax())]
+            rows.append({"id": str(i), "text": f"sentence {i}", "model": m,
+                         **{f"p_{c}": float(q) for c, q in zip(classes, p, strict=True)},
+                         "p_predicted_softmax": float(p.max()), "gap_softmax": 0.0, "gap_softmax_se": 0.0,
+                         "predictive_entropy": float(metrics.entropy(p)), "expected_entropy": 0.1,
+                         "mutual_information": round(float(rng.uniform(0, 0.05)), 2), "predicted": predicted,
+                         "n_tokens": 5, "truncated": False, "label": label,
+                         "correct": None if label is None else predicted == label, "n_samples": 32, "seed": 0})
+    return score.finish(rows, classes)
+
+
+@pytest.fixture(scope="module")
+def k_frame() -> pd.DataFrame:
+    return corpus.with_keys(synthetic_k())
+
+
+def _k_reference(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    labelled = rows[rows["label"].notna()]
+    p = labelled[[f"p_{c}" for c in TOPICS]].to_numpy()
+    return p, np.array([TOPICS.index(label) for label in labelled["label"]])
+
+
+def test_a_k_class_frame_has_its_classes_confidence_and_outcomes(k_frame):
+    assert corpus.classes_in(k_frame) == TOPICS
+    assert corpus.probability_columns(k_frame) == [f"p_{c}" for c in TOPICS]
+    np.testing.assert_array_equal(k_frame["confidence"], k_frame[[f"p_{c}" for c in TOPICS]].max(axis=1))
+    labelled = k_frame["label"].notna().to_numpy()
+    assert (corpus.clear_mask(k_frame) == labelled).all()
+    right = (k_frame["predicted"] == k_frame["label"]).to_numpy()
+    assert (k_frame["outcome"].to_numpy() == np.where(labelled, np.where(right, "correct", "wrong"),
+                                                      "unlabelled")).all()
+    assert corpus.label_indices(k_frame[labelled]).tolist() == [TOPICS.index(x) for x in k_frame["label"][labelled]]
+    assert (corpus.label_indices(k_frame[~labelled]) == -1).all()
+    with pytest.raises(CorpusInputError, match="a probability column per class"):
+        corpus.with_keys(k_frame.drop(columns=["p_predicted_softmax", "p_sports", "p_politics", "p_science",
+                                               "p_arts"]))
+
+
+def test_k_class_slice_metrics_reliability_and_per_class_scores(k_frame):
+    table = corpus.slice_metrics(k_frame, MEASURE)
+    bins = corpus.reliability(k_frame)
+    per_class = corpus.class_metrics(k_frame).set_index(["model", "class"])
+    for m in ("alpha", "beta"):
+        p, y = _k_reference(k_frame[k_frame["model"] == m])
+        assert table.loc[m, "n_clear"] == len(y) and table.loc[m, "n_ambiguous"] == 0
+        assert table.loc[m, "accuracy"] == pytest.approx(np.mean(p.argmax(1) == y))
+        assert table.loc[m, "nll"] == pytest.approx(-np.mean(np.log(p[np.arange(len(y)), y])))
+        part = bins[bins["model"] == m]
+        assert part["count"].sum() == len(y) and (part["confidence"] >= 1 / len(TOPICS)).all()
+        weighted = (part["count"] * (part["accuracy"] - part["confidence"]).abs()).sum() / len(y)
+        assert weighted == pytest.approx(table.loc[m, "ece"], abs=1e-12)
+        matrix = corpus.confusion(k_frame, m)
+        assert matrix.shape == (4, 4) and matrix.sum() == len(y)
+        for i, true in enumerate(TOPICS):
+            for j, guess in enumerate(TOPICS):
+                assert matrix[i, j] == np.sum((y == i) & (p.argmax(1) == j)), (true, guess)
+            support, tp = np.sum(y == i), np.sum((y == i) & (p.argmax(1) == i))
+            assert per_class.loc[(m, true), "support"] == support
+            assert per_class.loc[(m, true), "recall"] == pytest.approx(tp / support)
+            assert per_class.loc[(m, true), "precision"] == pytest.approx(tp / np.sum(p.argmax(1) == i))
+    assert list(per_class.loc["alpha"].index) == list(TOPICS)
+
+
+def test_a_k_class_frame_pairs_and_downloads(k_frame):
+    pairs = corpus.paired(k_frame, "alpha", "beta", MEASURE)
+    assert "confidence_a" in pairs and "p_positive_a" not in pairs and len(pairs) == 120
+    summary = corpus.paired_summary(pairs)
+    assert summary["all"]["n_clear"] == k_frame[k_frame["model"] == "alpha"]["label"].notna().sum()
+    back = pd.read_csv(__import__("io").BytesIO(corpus.scored_csv(k_frame)))
+    assert list(back.columns) == list(score.columns_for(TOPICS))
+    assert corpus.has_labels(k_frame) and not corpus.has_raters(k_frame) and corpus.corpora_in(k_frame) == []
+
+
+def test_the_confusion_chart_names_the_classes_on_both_axes_and_writes_the_counts(k_frame):
+    matrix = corpus.confusion(k_frame, "alpha")
+    spec = charts.confusion_chart(matrix, TOPICS).to_dict()
+    rect, text = _marks(spec)
+    assert rect["mark"]["type"] == "rect" and text["mark"]["type"] == "text"
+    for mark in (rect, text):
+        assert mark["encoding"]["x"]["field"] == "predicted" and mark["encoding"]["x"]["sort"] == list(TOPICS)
+        assert mark["encoding"]["y"]["field"] == "label" and mark["encoding"]["y"]["sort"] == list(TOPICS)
+    assert text["encoding"]["text"]["field"] == "count"
+    data = next(iter(spec["datasets"].values()))
+    assert {(r["label"], r["predicted"]): r["count"] for r in data} == {
+        (a, b): int(matrix[i, j]) for i, a in enumerate(TOPICS) for j, b in enumerate(TOPICS)}
+    with pytest.raises(ValueError, match=r"is \(4, 4\), not \(3, 3\)"):
+        charts.confusion_chart(matrix[:3, :3], TOPICS)
+    # 50 classes: the cells keep their counts in the tooltip, the text would not fit
+    many = [str(i) for i in range(50)]
+    assert [m["mark"]["type"] for m in _marks(charts.confusion_chart(np.eye(50, dtype=int), many).to_dict())] == [
+        "rect"]
+
+
+def test_the_k_class_reliability_chart_starts_at_one_over_k_and_entropy_axes_stop_at_ln_k(k_frame):
+    spec = charts.reliability_chart(corpus.reliability(k_frame), n_classes=4).to_dict()
+    _, brushed = _params(spec)[charts.RELIABILITY_BRUSH]
+    assert brushed[0]["encoding"]["x"]["scale"]["domain"] == [0.25, 1.0]
+    assert "predicted class" in brushed[0]["encoding"]["x"]["title"]
+    binary = charts.reliability_chart(corpus.reliability(corpus.with_keys(synthetic()))).to_dict()
+    assert _params(binary)[charts.RELIABILITY_BRUSH][1][0]["encoding"]["x"]["scale"]["domain"] == [0.5, 1.0]
+    pairs = corpus.paired(k_frame, "alpha", "beta", "predictive_entropy")
+    spec = charts.paired_chart(pairs, "alpha", "beta", "predictive_entropy", measure_title="entropy",
+                               measure_top=math.log(4)).to_dict()
+    points = next(m for m in _marks(spec) if m["encoding"].get("color"))
+    assert points["encoding"]["x"]["scale"]["domain"] == [0.0, pytest.approx(math.log(4))]

@@ -6,6 +6,7 @@ missing scores file leaves a working page.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -287,3 +288,76 @@ def test_without_the_corpora_the_sentences_are_shown_by_id(monkeypatch, tmp_path
     ok(at.run())
     assert not at.get("link_button")
     assert any("BAM_VIZ_DATA" in c.value for c in at.caption)
+
+
+# ---- a model of K classes -----------------------------------------------------------------------
+TOPIC_CSV = ("text,label\n\"A late goal won the cup final.\",sports\n\"The senate passed the budget.\",politics\n"
+             "\"The probe sent back images of the comet.\",science\n\"*Markdown* <b>and</b> $x$ stay text.\",\n"
+             "\"The striker signed for two more years.\",Sports\n")
+
+
+@pytest.fixture
+def topic_model(monkeypatch, tmp_path):
+    """A three-class model folder, joined to the app's models through $BAM_VIZ_MODELS."""
+    from k_class_models import k_class_folder
+
+    k_class_folder(tmp_path)
+    monkeypatch.setenv("BAM_VIZ_MODELS", str(tmp_path))
+    return "t3"
+
+
+def _x_domains(spec: dict) -> list:
+    """The domain of every x scale in a Vega-Lite spec, its layers included."""
+    own = [spec.get("encoding", {}).get("x", {}).get("scale", {}).get("domain")]
+    return [d for d in own if d] + [d for layer in spec.get("layer", []) for d in _x_domains(layer)]
+
+
+def _score_upload(at: AppTest, name: str, data: bytes, models: list[str]) -> AppTest:
+    ok(upload(at, name, data))
+    at.multiselect(key="corpus_models_to_score").set_value(models)
+    at.button(key="corpus_score").click()
+    return at.run()
+
+
+def test_a_k_class_upload_shows_its_classes_per_class_scores_and_confusion(topic_model):
+    from k_class_models import CLASSES3
+
+    at = ok(_score_upload(ok(new_page().run()), "topics.csv", TOPIC_CSV.encode(), [topic_model]))
+    scored = at.session_state["corpus_scored"]
+    assert corpus.classes_in(scored) == CLASSES3
+    shown = table(at, "corpus_table_upload")
+    assert len(shown) == 5 and "P(positive)" not in shown.columns and "confidence" in shown.columns
+    assert set(shown["predicted"]) <= set(CLASSES3) and set(shown["label"].dropna()) <= set(CLASSES3)
+    assert "*Markdown* <b>and</b> $x$ stay text." in set(shown["sentence"])
+    assert (shown["outcome"] == "unlabelled").sum() == 1
+    # per class: the library's numbers, every class in the model's order
+    per_class = frame_with(at, "F1")
+    expected = corpus.class_metrics(scored, [topic_model])
+    assert per_class["class"].tolist() == list(CLASSES3)
+    assert per_class["sentences"].tolist() == expected["support"].tolist()
+    for column, label in (("recall", "recall"), ("precision", "precision")):
+        for got, want in zip(per_class[label], expected[column], strict=True):
+            assert got == "—" if math.isnan(want) else float(got) == pytest.approx(want, abs=5e-4)
+    (confusion,) = [c for c in at.get("vega_lite_chart") if '"rect"' in c.proto.spec]       # the heatmap
+    cells = max((dataframe_util.convert_arrow_bytes_to_pandas_df(d.data.data) for d in confusion.proto.datasets),
+                key=len)
+    matrix = corpus.confusion(scored, topic_model)
+    assert {(r.label, r.predicted): r.count for r in cells.itertuples()} == {
+        (a, b): matrix[i, j] for i, a in enumerate(CLASSES3) for j, b in enumerate(CLASSES3)}
+    (reliability,) = [c for c in at.get("vega_lite_chart") if "corpus_reliability_" in c.proto.id]
+    assert [pytest.approx(1 / 3), 1.0] in _x_domains(json.loads(reliability.proto.spec))    # confidence >= 1/K
+    assert any("sports, politics, science" in c.value for c in at.caption)
+
+
+def test_a_k_class_upload_refuses_other_labels_and_mixed_classes(topic_model):
+    at = ok(new_page().run())
+    sentiment = b"text,label\nA fine film.,positive\nA dull film.,negative\n"
+    at = _score_upload(at, "films.csv", sentiment, [topic_model])
+    (error,) = at.error
+    shown = re.sub(r"\\(.)", r"\1", error.value)
+    assert "labels not understood: 'positive', 'negative'" in shown and "'sports', 'politics', 'science'" in shown
+    at = _score_upload(new_page().run(), "topics.csv", TOPIC_CSV.encode(), [topic_model, "vader"])
+    (error,) = at.error
+    assert "the models predict different classes" in re.sub(r"\\(.)", r"\1", error.value)
+    assert not [d for d in at.dataframe if d.key and d.key.startswith("corpus_table_upload")]   # nothing scored
+    assert len(table(at)) > 0                                        # the shipped view goes on

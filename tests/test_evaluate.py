@@ -43,10 +43,17 @@ VARIANT_KEYS = {
     "nll",
     "brier",
     "ece",
+    "balanced_accuracy",
+    "macro_f1",
+    "per_class",
+    "confusion",
+    "reliability",
     "auroc_error_entropy",
     "spearman_human_mean",
     "spearman_entropy_rater_std",
 }
+# The keys that are not one number each.
+STRUCTURED = {"per_class", "confusion", "reliability"}
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +79,8 @@ def test_evaluate_keys_and_ranges(fake_movies: dict) -> None:
                                            "auroc_ambiguous_in_split_entropy", "auroc_ambiguous_in_split_mi"}
     for variant in ("mc", "softmax"):
         m = r[variant]
-        for key in ("accuracy", "brier", "ece") + tuple(k for k in m if k.startswith("auroc")):
+        for key in ("accuracy", "brier", "ece", "balanced_accuracy", "macro_f1") + tuple(
+                k for k in m if k.startswith("auroc")):
             assert 0.0 <= m[key] <= (2.0 if key == "brier" else 1.0), key
         assert m["nll"] > 0
         assert -1.0 <= m["spearman_human_mean"] <= 1.0 and -1.0 <= m["spearman_entropy_rater_std"] <= 1.0
@@ -140,9 +148,16 @@ def test_summary_lists_every_metric_and_dashes_the_undefined(fake_movies: dict) 
     text = ev.summary(dict(fake_movies, mc=dict(fake_movies["mc"], accuracy=float("nan"))))
     lines = text.splitlines()
     assert lines[0] == "fake on movies/test: 979 clear + 57 ambiguous sentences, S=8, seed=0"
-    rows = {line.split()[0]: line.split()[1:] for line in lines[2:]}
-    assert set(rows) == VARIANT_KEYS | {"auroc_ambiguous_entropy", "auroc_ambiguous_mi",
-                                        "auroc_ambiguous_in_split_entropy", "auroc_ambiguous_in_split_mi"}
+    table, per_class, confusion = "\n".join(lines[2:]).split("\n\n")
+    rows = {line.split()[0]: line.split()[1:] for line in table.splitlines()}
+    assert set(rows) == VARIANT_KEYS - STRUCTURED | {"auroc_ambiguous_entropy", "auroc_ambiguous_mi",
+                                                     "auroc_ambiguous_in_split_entropy", "auroc_ambiguous_in_split_mi"}
+    scores = fake_movies["mc"]["per_class"]
+    assert [line.split() for line in per_class.splitlines()[1:]] == [
+        [c, f"{s['precision']:.3f}", f"{s['recall']:.3f}", f"{s['f1']:.3f}", str(s["support"])]
+        for c, s in scores.items()]
+    assert [line.split()[1:] for line in confusion.splitlines()[1:]] == [
+        [str(v) for v in row] for row in fake_movies["mc"]["confusion"]]
     assert rows["accuracy"] == ["–", f"{fake_movies['softmax']['accuracy']:.3f}"]
     assert rows["auroc_ambiguous_mi"] == [f"{fake_movies['mc']['auroc_ambiguous_mi']:.3f}", "–"]   # mc only
 
@@ -244,3 +259,121 @@ def test_temperature_needs_a_clear_dev_sentence(tmp_path: Path) -> None:
         ev.temperature_from_dev(FakePredictor(), 2, 0, folder)
     T, n = ev.temperature_from_dev(FakePredictor(), 2, 0, _tiny_movies(tmp_path / "b", {"1": (2, 2, 2)}))
     assert n == 1 and T > 0
+
+
+# ---- K classes ----------------------------------------------------------------------------------
+class FakeKPredictor:
+    """K classes, deterministic per text: the class its hash names is favoured, samples scattered."""
+
+    def __init__(self, classes: tuple[str, ...], name: str = "fake-k") -> None:
+        self.classes, self.name, self.seen = tuple(classes), name, []
+
+    def _logits(self, text: str) -> np.ndarray:
+        h = int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+        logits = np.random.default_rng(h).normal(size=len(self.classes))
+        logits[h % len(self.classes)] += 2.0
+        return logits
+
+    def sample_probs(self, texts, n_samples, seed):
+        self.seen.extend(texts)
+        out = []
+        for text in texts:
+            rng = np.random.default_rng([seed, int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)])
+            logits = self._logits(text) + rng.normal(size=(n_samples, len(self.classes)))
+            out.append(np.exp(logits) / np.exp(logits).sum(-1, keepdims=True))
+        return np.stack(out)
+
+    def softmax_probs(self, texts):
+        logits = np.stack([self._logits(t) for t in texts])
+        return np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+
+
+def _labelled(predictor: FakeKPredictor, n: int) -> tuple[list[str], list[str | None]]:
+    """Texts labelled with the class their hash favours (right more often than chance), every 7th
+    unlabelled."""
+    texts = [f"sentence number {i}" for i in range(n)]
+    K = len(predictor.classes)
+    labels = [None if i % 7 == 3 else predictor.classes[int(hashlib.sha256(t.encode()).hexdigest()[:8], 16) % K]
+              for i, t in enumerate(texts)]
+    return texts, labels
+
+
+@pytest.mark.parametrize("K", [3, 50])
+def test_evaluate_labelled_scores_the_labelled_sentences_for_k_classes(K) -> None:
+    from bam_viz import cli
+    from bam_viz.core import metrics
+
+    predictor = FakeKPredictor(tuple(f"c{i}" for i in range(K)))
+    texts, labels = _labelled(predictor, 140)
+    r = ev.evaluate_labelled(predictor, texts, labels, source="mine.csv", n_samples=4, seed=1, batch_size=512)
+    keep = [i for i, y in enumerate(labels) if y is not None]
+    assert sorted(predictor.seen) == sorted(texts[i] for i in keep)        # unlabelled rows never predicted
+    assert (r["n"], r["n_labelled"], r["source"]) == (140, len(keep), "mine.csv")
+    assert r["classes"] == list(predictor.classes)
+    y = np.array([predictor.classes.index(labels[i]) for i in keep])
+    samples = predictor.sample_probs([texts[i] for i in keep], 4, ev._batch_seed(1, 0))     # one batch
+    mc = samples.mean(1)
+    for key, fn in (("accuracy", metrics.accuracy), ("nll", metrics.nll), ("brier", metrics.brier),
+                    ("ece", metrics.ece)):
+        assert r["mc"][key] == pytest.approx(fn(mc, y)), key
+    assert r["mc"]["confusion"] == metrics.confusion_matrix(mc, y, K).tolist()
+    recall = metrics.per_class_recall(mc, y, K)
+    assert [s["recall"] for s in r["mc"]["per_class"].values()] == pytest.approx(recall.tolist(), nan_ok=True)
+    assert r["mc"]["balanced_accuracy"] == pytest.approx(np.nanmean(recall))
+    assert sum(s["support"] for s in r["mc"]["per_class"].values()) == len(keep) == sum(r["counts"].values())
+    assert sum(b["count"] for b in r["mc"]["reliability"]) == len(keep)
+    assert all(b["confidence"] >= 1 / K for b in r["mc"]["reliability"])
+    assert r["mc"]["auroc_error_mi"] == pytest.approx(metrics.auroc(metrics.mutual_information(samples),
+                                                                    mc.argmax(1) != y))
+    assert "auroc_error_mi" not in r["softmax"] and r["softmax"]["accuracy"] > 1 / K
+    json.dumps(cli._jsonable(r), allow_nan=False)                          # what --json writes
+    text = ev.summary(r).splitlines()
+    assert text[0] == f"fake-k on mine.csv: {len(keep)} labelled of 140 sentences, {K} classes, S=4, seed=1"
+    assert sum(line.split()[:1] in [[c] for c in predictor.classes] for line in text) == K * (2 if K <= 10 else 1)
+
+
+def test_k_class_predictors_are_refused_by_the_rated_corpora_and_bad_labels_are_named(corpus_dir: Path) -> None:
+    predictor = FakeKPredictor(("a", "b", "c"), "topics")
+    with pytest.raises(ValueError, match="the rated corpora are labelled negative, positive; topics predicts a, b, c"):
+        ev.evaluate(predictor, "movies", "test", n_samples=2, data=corpus_dir)
+    with pytest.raises(ValueError, match=r"labels not among the classes of topics \(a, b, c\): 'd'"):
+        ev.evaluate_labelled(predictor, ["x", "y"], ["a", "d"])
+    with pytest.raises(ValueError, match="no sentence of the file has a label"):
+        ev.evaluate_labelled(predictor, ["x", "y"], [None, None])
+    with pytest.raises(ValueError, match="2 texts but 1 labels"):
+        ev.evaluate_labelled(predictor, ["x", "y"], ["a"])
+
+
+def test_evaluate_from_the_command_line_on_a_file_of_a_k_class_model(tmp_path: Path, monkeypatch, capsys) -> None:
+    from k_class_models import CLASSES3, k_class_folder
+
+    from bam_viz import cli
+
+    k_class_folder(tmp_path / "models")
+    monkeypatch.setenv("BAM_VIZ_MODELS", str(tmp_path / "models"))
+    src = tmp_path / "topics.csv"
+    src.write_text("text,topic\nThe cup final went to penalties.,sports\nThe vote was close.,politics\n"
+                   "A new comet was found.,science\nNo label here.,\n")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("text,topic\nA slow-cooked stew.,cooking\nThe vote was close.,politics\n")
+    out = tmp_path / "{corpus}.json"
+    assert cli.main(["evaluate", "--model", "t3", "--input", str(src), "--label-column", "topic", "--samples", "2",
+                     "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("t3 on topics.csv: 3 labelled of 4 sentences, 3 classes, S=2, seed=0")
+    r = json.loads((tmp_path / "topics.json").read_text())
+    assert r["classes"] == list(CLASSES3) and r["counts"] == {c: 1 for c in CLASSES3}
+    assert sum(map(sum, r["mc"]["confusion"])) == 3
+    # no label column, a label that is no class, and options that belong to the rated corpora: one line each
+    for argv, says in ((["--input", str(src)], "which column holds the labels?"),
+                       (["--input", str(bad), "--label-column", "topic"],
+                        "labels not understood: 'cooking'; the labels of t3 are its classes: 'sports'"),
+                       (["--input", str(src), "--label-column", "topic", "--temperature", "dev"],
+                        "--temperature dev and --update-card are for the rated corpora")):
+        try:
+            status = cli.main(["evaluate", "--model", "t3", *argv])
+        except SystemExit as stop:
+            status, err = stop.code, str(stop.code)
+        else:
+            err = capsys.readouterr().err
+        assert status not in (0, None) and says in err, (argv, err)

@@ -123,6 +123,14 @@ def test_the_examples_subcommand_writes_the_file(tmp_path, monkeypatch, capsys):
         "bam-wc", "views/examples.json", 32, 0, None)
 
 
+def test_a_model_of_other_classes_is_refused_before_any_sentence_is_scored(tmp_path):
+    _write_corpus(tmp_path)
+    model = FakeModel({text: pair for _, text, pair in FAKE.values()})
+    model.classes = ("sports", "politics", "science")
+    with pytest.raises(ValueError, match="by P\\(positive\\): fake-model predicts sports, politics, science"):
+        examples.build(model, tmp_path, n_samples=2)
+
+
 # ---- the shipped file ---------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def shipped() -> dict:
@@ -133,10 +141,11 @@ def test_the_shipped_figures_are_what_explain_gives(shipped):
     model = bam_viz.load(shipped["model"])
     assert shipped["hyper"] == model.trained_hyper
     for e in shipped["examples"]:
-        r = model.explain(e["text"], shipped["n_samples"], seed=shipped["seed"])
+        # The file's figures are in P(positive), whatever the model predicts for the sentence.
+        r = model.explain(e["text"], shipped["n_samples"], seed=shipped["seed"]).for_target("positive")
         assert r.mutual_information_plugin == pytest.approx(e["mutual_information"], abs=1e-4), e["category"]
         assert r.gap_softmax == pytest.approx(e["gap_softmax"], abs=1e-4), e["category"]
-        assert float(r.mc_probs[r.positive_index]) == pytest.approx(e["p_positive"], abs=1e-4)
+        assert float(r.mc_probs[r.classes.index("positive")]) == pytest.approx(e["p_positive"], abs=1e-4)
 
 
 def test_the_shipped_file_follows_the_rule(shipped):

@@ -379,3 +379,102 @@ def test_mutual_information_interval_edge_cases() -> None:
     lo, hi = metrics.mutual_information_interval(p).T
     corrected, _ = metrics.mutual_information_jackknife(p)
     assert (lo < corrected).all() and (corrected < hi).all() and (lo > 0).all()
+
+
+# ---- K classes: every metric against a plain reference written another way ------------------------
+def _k_class_case(K: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(N, S, K) sample probabilities and (N,) labels, the labelled class's logit raised so that the
+    predictions are right more often than chance."""
+    rng = np.random.default_rng([K, seed])
+    n = 400
+    labels = rng.integers(0, K, n)
+    logits = rng.normal(size=(n, 6, K))
+    logits[np.arange(n), :, labels] += rng.uniform(0, 3, size=(n, 1))
+    return special.softmax(logits, axis=-1), labels
+
+
+def _counts_reference(predicted: np.ndarray, labels: np.ndarray, K: int) -> np.ndarray:
+    matrix = [[0] * K for _ in range(K)]
+    for true, guess in zip(labels.tolist(), predicted.tolist(), strict=True):
+        matrix[true][guess] += 1
+    return np.array(matrix)
+
+
+@pytest.mark.parametrize("K", [2, 3, 50])
+def test_the_confusion_matrix_and_per_class_scores_against_counting(K) -> None:
+    samples, labels = _k_class_case(K)
+    mean = samples.mean(axis=1)
+    predicted = np.array([max(range(K), key=lambda c, row=row: (row[c], -c)) for row in mean])   # first max
+    matrix = metrics.confusion_matrix(samples, labels, K)
+    assert matrix.shape == (K, K) and matrix.dtype.kind == "i" and matrix.sum() == len(labels)
+    np.testing.assert_array_equal(matrix, _counts_reference(predicted, labels, K))
+    np.testing.assert_array_equal(metrics.confusion_matrix(predicted, labels, K), matrix)   # indices as given
+    scores = metrics.per_class(samples, labels, K)
+    for c in range(K):
+        tp = sum(1 for t, g in zip(labels, predicted, strict=True) if t == c and g == c)
+        fp = sum(1 for t, g in zip(labels, predicted, strict=True) if t != c and g == c)
+        fn = sum(1 for t, g in zip(labels, predicted, strict=True) if t == c and g != c)
+        assert scores["support"][c] == tp + fn
+        for name, num, den in (("precision", tp, tp + fp), ("recall", tp, tp + fn), ("f1", 2 * tp, 2 * tp + fp + fn)):
+            assert (math.isnan(scores[name][c]) if den == 0 else scores[name][c] == pytest.approx(num / den)), (name, c)
+        if tp + fp and tp + fn and tp:
+            p, r = tp / (tp + fp), tp / (tp + fn)
+            assert scores["f1"][c] == pytest.approx(2 * p * r / (p + r))
+    np.testing.assert_array_equal(metrics.per_class_recall(samples, labels, K), scores["recall"])
+    assert metrics.accuracy(samples, labels) == pytest.approx(np.trace(matrix) / len(labels))
+
+
+@pytest.mark.parametrize("K", [2, 3, 50])
+def test_nll_brier_ece_and_the_reliability_bins_for_k_classes(K) -> None:
+    samples, labels = _k_class_case(K, seed=1)
+    mean = samples.mean(axis=1)
+    assert metrics.nll(samples, labels) == pytest.approx(-np.mean([math.log(mean[i, y]) for i, y in enumerate(labels)]))
+    assert metrics.brier(samples, labels) == pytest.approx(np.mean(
+        [sum((mean[i, c] - (c == y)) ** 2 for c in range(K)) for i, y in enumerate(labels)]))
+    assert metrics.ece(samples, labels) == pytest.approx(_ece_brute_force(mean, labels))
+    bins = metrics.reliability_bins(samples, labels)
+    conf, right = mean.max(1), mean.argmax(1) == labels
+    for b in range(metrics.ECE_BINS):
+        lo, hi = b / metrics.ECE_BINS, (b + 1) / metrics.ECE_BINS
+        inside = [i for i in range(len(conf)) if lo < conf[i] <= hi or (b == 0 and conf[i] == 0)]
+        assert bins["count"][b] == len(inside) and (bins["low"][b], bins["high"][b]) == pytest.approx((lo, hi))
+        if inside:
+            assert bins["confidence"][b] == pytest.approx(np.mean(conf[inside]))
+            assert bins["accuracy"][b] == pytest.approx(np.mean(right[inside]))
+        else:
+            assert math.isnan(bins["confidence"][b]) and math.isnan(bins["accuracy"][b])
+    # No confidence is below 1/K: the bins under it are empty.
+    assert bins["count"][bins["high"] < 1 / K].sum() == 0
+
+
+@pytest.mark.parametrize("K", [2, 3, 50])
+def test_entropies_are_bounded_by_ln_k_and_decompose(K) -> None:
+    from bam_viz.core.task import entropy_bound
+
+    samples, _ = _k_class_case(K, seed=2)
+    total = metrics.predictive_entropy(samples)
+    reference = [-sum(p * math.log(p) for p in row if p > 0) for row in samples.mean(1)]
+    np.testing.assert_allclose(total, reference, rtol=1e-12)
+    assert (total <= entropy_bound(K) + 1e-12).all()
+    assert metrics.predictive_entropy(np.full((1, K), 1 / K))[0] == pytest.approx(entropy_bound(K))
+    mi = metrics.mutual_information(samples)
+    expected = [r - np.mean([-sum(p * math.log(p) for p in s if p > 0) for s in sample])
+                for r, sample in zip(reference, samples, strict=True)]
+    np.testing.assert_allclose(mi, expected, rtol=1e-9, atol=1e-12)
+    assert (mi >= 0).all() and (mi <= entropy_bound(K)).all()
+
+
+def test_bad_classes_are_refused() -> None:
+    with pytest.raises(ValueError, match=r"whole indices in \[0, 2\]"):
+        metrics.confusion_matrix(np.array([0, 3]), np.array([0, 1]), 3)
+    with pytest.raises(ValueError, match=r"labels must be class indices in \[0, 2\]"):
+        metrics.confusion_matrix(np.array([0, 1]), np.array([0, 5]), 3)
+    with pytest.raises(ValueError, match="probabilities of 2 classes, expected 3"):
+        metrics.per_class(PROBS, LABELS, 3)
+    with pytest.raises(ValueError, match="at least one sentence"):
+        metrics.ece(np.zeros((0, 2)), np.zeros(0))
+    # A class no sentence has and none predicted: every ratio NaN, its support 0.
+    scores = metrics.per_class(np.array([0, 0, 1]), np.array([0, 1, 1]), 3)
+    assert scores["support"].tolist() == [1, 2, 0]
+    assert np.isnan([scores[k][2] for k in ("precision", "recall", "f1")]).all()
+    assert scores["precision"][:2].tolist() == [0.5, 1.0] and scores["recall"][:2].tolist() == [1.0, 0.5]

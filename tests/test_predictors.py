@@ -96,3 +96,29 @@ def test_memo_predicts_each_sentence_once() -> None:
     np.testing.assert_array_equal(first[0], first[2])
     np.testing.assert_array_equal(again[0], first[1])
     np.testing.assert_array_equal(memo.softmax_probs(["c", "a"]), FakePredictor().softmax_probs(["c", "a"]))
+
+
+def test_every_adapter_names_the_classes_of_what_it_wraps() -> None:
+    from test_evaluate import FakeKPredictor
+
+    from bam_viz.core.task import CLASSES
+
+    topics = FakeKPredictor(("a", "b", "c"))
+    for predictor in (pr.MemoPredictor(topics), pr.TemperedPredictor(topics, 2.0),
+                      pr.MemoPredictor(pr.TemperedPredictor(topics, 0.5))):
+        assert predictor.classes == ("a", "b", "c")
+    model = FakeModel()
+    assert pr.ModelPredictor(model).classes == CLASSES                  # a model that names none: sentiment
+    model.classes = ("x", "y", "z", "w")
+    assert pr.ModelPredictor(model).classes == ("x", "y", "z", "w")
+    assert pr.VaderPredictor().classes == CLASSES == pr.classes_of(FakePredictor())
+
+
+def test_fit_temperature_recovers_an_overconfidence_over_k_classes() -> None:
+    from scipy import special
+
+    rng = np.random.default_rng(3)
+    logits = rng.normal(scale=1.5, size=(20_000, 5))
+    labels = np.array([rng.choice(5, p=p) for p in special.softmax(logits, axis=1)])   # calibrated at T = 1
+    samples = special.softmax(3.0 * logits, axis=1)[:, None, :]                     # 3x overconfident
+    assert pr.fit_temperature(samples, labels) == pytest.approx(3.0, rel=0.05)

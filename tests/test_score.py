@@ -534,3 +534,129 @@ def test_no_text_writes_an_empty_text_column(tmp_path):
     written = pd.read_parquet(out)
     assert written["text"].isna().all() and list(written["id"]) == ["a", "b"]
     assert written["p_positive"].notna().all()
+
+
+# ---- K classes -------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def topics(tmp_path_factory):
+    """A three-class model loaded from its folder (random head: what it predicts means nothing)."""
+    from k_class_models import k_class_folder
+
+    return zoo.load(path=k_class_folder(tmp_path_factory.mktemp("models")))
+
+
+TOPIC_LABELS = ["sports", " Politics ", "SCIENCE", None]
+
+
+def test_a_k_class_table_has_a_column_per_class(topics):
+    from bam_viz.core.task import entropy_bound
+
+    frame = small_frame().assign(label=TOPIC_LABELS)
+    out = score.score_frame(frame, [topics], text_column="text", label_column="label", id_column="id",
+                            n_samples=6, seed=5)
+    classes = topics.classes
+    assert tuple(out.columns) == score.columns_for(classes) and score.classes_of(out) == classes
+    assert dict(out.dtypes.astype(str)) == score.dtypes_for(classes)
+    per_class = [f"p_{c}" for c in classes]
+    assert not {"p_positive", "p_positive_softmax"} & set(out.columns)
+    assert out["label"].fillna("-").tolist() == ["sports", "politics", "science", "-"]
+    for row in out.itertuples():
+        with score.one_thread():
+            samples = topics.predict_samples([row.text], n_samples=6, seed=score.sentence_seed(5, row.id))[0]
+            softmax = topics.predict_softmax([row.text])[0].double().numpy()
+        mean = samples.double().numpy().mean(0)
+        np.testing.assert_allclose([getattr(out.loc[row.Index], c) for c in per_class], mean, rtol=0, atol=1e-12)
+        k = int(np.argmax(mean))
+        assert row.predicted == classes[k]
+        # gap_softmax is the predicted class's: E[f(z)] - f(softmax) in the probability the prediction rests on
+        assert row.p_predicted_softmax == pytest.approx(softmax[k], abs=1e-12)
+        assert row.gap_softmax == pytest.approx(mean[k] - softmax[k], abs=1e-12)
+        p = samples[:, k].double().numpy()
+        assert row.gap_softmax_se == pytest.approx(metrics.paired_gap_se(p, softmax[k]), abs=1e-12)
+        assert 0 <= row.mutual_information <= row.predictive_entropy <= entropy_bound(3) + 1e-12
+        assert (row.correct is pd.NA) if row.label is pd.NA else row.correct == (row.predicted == row.label)
+
+
+def test_k_class_labels_are_the_models_class_names_or_indices():
+    classes = ("sports", "politics", "none")
+    assert score.parse_class_labels(["sports", " POLITICS", "none", None, math.nan, "", "n/a"], classes) == [
+        "sports", "politics", "none", None, None, None, None]             # "none" is a class here
+    digits = tuple(str(i) for i in range(50))
+    assert score.parse_class_labels([3, 49.0, "7", " 12.0 ", np.int64(0)], digits) == ["3", "49", "7", "12", "0"]
+    stars = ("1", "2", "3", "4", "5")                                       # names that are numbers, not from 0
+    assert score.parse_class_labels([5, "1.0", 3.0], stars) == ["5", "1", "3"]
+    with pytest.raises(ScoreInputError, match="labels not understood: '0', '6'; the labels of t5 are its classes: "
+                                              "'1', '2', '3', '4', '5'"):
+        score.parse_class_labels([0, 6, 5], stars, "t5")
+    with pytest.raises(ScoreInputError, match=r"'True', '2.5', 'football', 'Sports!' and 1 more; .*'sports', "
+                                              r"'politics', 'none'$"):
+        score.parse_class_labels([True, 2.5, "football", "Sports!", "x", "sports"], classes)
+    with pytest.raises(ScoreInputError, match=r"'50'; .*'0', '1', .* '11' and 38 more"):
+        score.parse_class_labels([50], digits)
+    # Another case is a class where only one class folds to it; classes that differ only in case are
+    # matched as written, never guessed.
+    assert score.parse_class_labels(["B", "C ", "c"], ("b", "c", "C")) == ["b", "C", "c"]
+    with pytest.raises(ScoreInputError, match="labels not understood: 'Ab'"):
+        score.parse_class_labels(["Ab"], ("ab", "AB"))
+    # The sentiment pair keeps its own reading.
+    assert score.read_labels(["pos", 0], ("negative", "positive")) == ["positive", "negative"]
+
+
+def test_a_k_class_label_not_among_the_classes_stops_before_scoring(topics):
+    frame = small_frame()                                             # sentiment labels for a topic model
+    calls = []
+    with pytest.raises(ScoreInputError, match="labels not understood: 'positive', 'negative', 'ambiguous'; the "
+                                              "labels of t3 are its classes: 'sports', 'politics', 'science'"):
+        score.score_frame(frame, [topics], text_column="text", label_column="label",
+                          progress=lambda d, t: calls.append(d))
+    assert calls == []
+
+
+def test_models_with_different_classes_are_not_scored_into_one_table(topics):
+    for models in ([topics, "vader"], ["bam-wc", topics]):
+        with pytest.raises(ScoreInputError, match=r"the models predict different classes \(.*t3 predicts sports, "
+                                                  r"politics, science.*\): .*separate tables"):
+            score.score_frame(small_frame(with_label=False), models, text_column="text", n_samples=2)
+    with pytest.raises(ScoreInputError, match="a class called 'predicted_softmax' would name the column "
+                                              "'p_predicted_softmax'"):
+        score.columns_for(("predicted_softmax", "other"))
+    with pytest.raises(ScoreInputError, match="a probability column per class"):
+        score.classes_of(["id", "text"])
+
+
+def test_the_command_scores_a_model_folder_into_a_k_class_file(topics, tmp_path, monkeypatch, capsys):
+    folder = Path(topics.origin[1]) / topics.origin[0]
+    monkeypatch.setenv(zoo.MODELS_ENV, str(folder))
+    assert "t3" in zoo.available_models()
+    src = tmp_path / "in.csv"
+    small_frame().assign(label=TOPIC_LABELS).to_csv(src, index=False)
+    expected = score.score_frame(small_frame().assign(label=TOPIC_LABELS), [topics], text_column="text",
+                                 label_column="label", id_column="id", n_samples=3, seed=1)
+    base = ["score", "--model", "t3", "--input", str(src), "--samples", "3", "--seed", "1"]
+    assert cli.main([*base, "--out", str(tmp_path / "o.parquet"), "--card", str(tmp_path / "o.json")]) == 0
+    pd.testing.assert_frame_equal(score.finish(pd.read_parquet(tmp_path / "o.parquet")), expected, check_exact=True)
+    card = json.loads((tmp_path / "o.json").read_text())
+    assert card["classes"] == list(topics.classes) and card["columns"] == list(expected.columns)
+    assert cli.main([*base, "--out", str(tmp_path / "o.csv")]) == 0
+    back = score.finish(pd.read_csv(tmp_path / "o.csv", dtype={"id": str}))
+    assert score.classes_of(back) == topics.classes
+    np.testing.assert_allclose(back["p_sports"], expected["p_sports"], rtol=1e-15)
+    capsys.readouterr()
+    assert cli.main(["score", "--model", "t3", "--model", "vader", "--input", str(src), "--out",
+                     str(tmp_path / "mixed.csv")]) == 2
+    assert "the models predict different classes" in one_error_line(capsys)
+    assert not (tmp_path / "mixed.csv").exists()
+
+
+def test_fifty_classes_with_index_labels():
+    from k_class_models import k_class_model
+
+    digits = tuple(str(i) for i in range(50))
+    model = k_class_model(digits, "t50")
+    frame = pd.DataFrame({"text": SENTENCES[:2], "label": [7, 49]})
+    out = score.score_frame(frame, [model], text_column="text", label_column="label", n_samples=2)
+    assert [c for c in out.columns if c.startswith("p_")][:3] == ["p_0", "p_1", "p_2"]
+    assert score.classes_of(out) == digits and list(out["label"]) == ["7", "49"]
+    np.testing.assert_allclose(out[[f"p_{c}" for c in digits]].sum(axis=1), 1.0, atol=1e-6)
+    assert (out["predictive_entropy"] <= math.log(50) + 1e-12).all()

@@ -1,6 +1,7 @@
 """The Ray engine of corpus scoring: on a local Ray cluster of two workers it gives exactly the local
 engine's rows, in the same order, whether collected on the driver or written by the workers as
-partitioned Parquet, and it shuts down a cluster it started and only that."""
+partitioned Parquet, for the zoo and for a K-class model folder, and it shuts down a cluster it
+started and only that."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pandas as pd
 import pytest
 import ray  # a test dependency (requirements-test.txt): missing, this file fails rather than skips
 
-from bam_viz import cli
+from bam_viz import cli, zoo
 from bam_viz.evaluation.score import scorer as score
 from bam_viz.evaluation.score.ray_engine import RAY_BATCH, start_ray
 
@@ -24,13 +25,15 @@ def test_a_cluster_the_engine_starts_is_shut_down():
     pd.testing.assert_frame_equal(out, score.score_frame(frame, ["vader"], text_column="text"), check_exact=True)
 
 
-def test_the_ray_engine_takes_only_shipped_models_and_a_reachable_cluster(monkeypatch):
+def test_the_ray_engine_takes_only_models_loaded_from_a_folder_and_a_reachable_cluster(monkeypatch):
     class Custom:
         name = "my-model"
 
     frame = pd.DataFrame({"text": ["A fine film."]})
-    with pytest.raises(score.ScoreInputError, match="'my-model' is not a shipped model; score it with the local"):
+    with pytest.raises(score.ScoreInputError, match=r"'my-model' was not loaded from one \(zoo.load\); score it "
+                                                    "with the local engine"):
         score.score_frame(frame, [Custom()], text_column="text", engine="ray")
+    assert not ray.is_initialized()                              # refused before a cluster starts
 
     def unreachable(address, **_):
         # What ray.init raises when nothing answers there (after minutes of retries: not waited for here).
@@ -85,6 +88,27 @@ def test_the_command_on_ray_writes_one_file_or_a_partitioned_folder(cluster, tmp
     pd.testing.assert_frame_equal(parts.sort_values(key, ignore_index=True), local.sort_values(key, ignore_index=True),
                                   check_exact=True)
 
+
+
+@pytest.mark.slow
+def test_a_k_class_model_folder_scores_on_ray_as_locally(cluster, tmp_path):
+    """The workers load the model again from its folder (`model.origin`), wherever it lies."""
+    from k_class_models import k_class_folder
+
+    from bam_viz.evaluation.score.ray_engine import write_ray_parquet
+
+    model = zoo.load(path=k_class_folder(tmp_path / "models"))
+    inputs = score.corpus_inputs(["tweets"], "test").iloc[:24].assign(
+        label=[("sports", "politics", "science", None)[i % 4] for i in range(24)])
+    local = score.score_inputs(inputs, [model], n_samples=3, seed=2)
+    assert score.classes_of(local) == model.classes
+    remote = score.score_inputs(inputs, [model], n_samples=3, seed=2, engine="ray", num_workers=2)
+    pd.testing.assert_frame_equal(remote, local, check_exact=True)
+    folder = write_ray_parquet(inputs, [model], tmp_path / "parts", n_samples=3, seed=2, num_workers=2)
+    parts = score.finish(pd.read_parquet(folder))
+    key = ["model", "id"]
+    pd.testing.assert_frame_equal(parts.sort_values(key, ignore_index=True), local.sort_values(key, ignore_index=True),
+                                  check_exact=True)
 
 
 @pytest.mark.slow

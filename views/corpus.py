@@ -1,5 +1,10 @@
 """The Corpus page: error analysis over many sentences at once, for the shipped test splits or an upload.
 
+Any model's classes: the shipped scores are binary sentiment; an upload scored by a model of K
+classes shows its class names, the reliability of the predicted class, and (for every upload with
+labels) per-class scores and the confusion matrix. Every user text (sentences, class and model
+names) reaches the page as text: tables and charts show it as data, Markdown gets it escaped.
+
 No math here: `bam_viz.evaluation.corpus` filters and scores, `bam_viz.plots.corpus` draws (Altair),
 `bam_viz.evaluation.score` reads and scores
 uploads; this page lays out the controls, keeps the brushes and saved slices in Session State, and
@@ -38,6 +43,8 @@ NONE = "none"
 URL_KEYS = {"corpus_model": "model", "corpus_compare": "compare", "corpus_corpora": "corpus",
             "corpus_measure": "measure", "corpus_outcome": "outcome", "corpus_clarity": "clarity"}
 CHARTS = {"reliability": charts.RELIABILITY_BRUSH, "scatter": charts.SCATTER_BRUSH, "domain": charts.DOMAIN_BRUSH}
+CLASS_COLUMNS = {"model": "model", "class": "class", "support": "sentences", "precision": "precision",
+                 "recall": "recall", "f1": "F1"}
 TABLE_COLUMNS = {"text": "sentence", "corpus": "corpus", "label": "label", "predicted": "predicted",
                  "outcome": "outcome", "p_positive": "P(positive)", "confidence": "confidence",
                  "mutual_information": "MI (plug-in)", "predictive_entropy": "entropy",
@@ -253,27 +260,38 @@ def slice_controls(filt: Filter, reference: str) -> None:
                 st.rerun()
 
 
+def class_list(frame: pd.DataFrame) -> str:
+    """The frame's classes for a sentence of Markdown: escaped, the first dozen."""
+    classes = corpus.classes_in(frame)
+    shown = ", ".join(md_escape(c) for c in classes[:12])
+    return shown + (f" and {len(classes) - 12} more" if len(classes) > 12 else "")
+
+
 def charts_section(frame: pd.DataFrame, filt: Filter, models: list[str], reference: str, keys: dict) -> None:
     measure = filt.measure
+    K = len(corpus.classes_in(frame))
+    top = corpus.measure_bound(measure, K)
     left, right = st.columns(2)
     with left:
         rows = corpus.select(frame, filt.without("reliability"), reference)
         rows = rows[rows["model"].isin(models)]
         if corpus.has_labels(rows):
             bins = corpus.reliability(rows, models=models)
-            st.altair_chart(charts.reliability_chart(bins), key=keys["reliability"], on_select="rerun",
+            st.altair_chart(charts.reliability_chart(bins, n_classes=K), key=keys["reliability"], on_select="rerun",
                             selection_mode=[charts.RELIABILITY_BRUSH], width="stretch")
             eces = bins.groupby("model")["ece"].first()
-            st.caption("Reliability: in each of 15 bins of confidence, the share of clear sentences predicted "
-                       "right against the mean confidence; on the diagonal a model is as right as it is sure. "
+            st.caption("Reliability: in each of 15 bins of confidence (the predicted class's probability), the "
+                       "share of clear sentences predicted right against the mean confidence; on the diagonal a "
+                       "model is as right as it is sure. "
                        + " · ".join(f"ECE {m} {fmt(eces.get(m, math.nan))}" for m in models))
         else:
-            st.info("The reliability diagram needs clear labels (positive or negative): none are selected.")
+            st.info(f"The reliability diagram needs clear labels ({class_list(frame)}): none are selected.")
     with right:
         rows = corpus.select(frame, filt.without("scatter"), reference)
         rows = rows[rows["model"] == reference]
         if corpus.has_raters(rows):
-            scatter = charts.uncertainty_scatter(rows, measure, measure_title=corpus.MEASURES[measure])
+            scatter = charts.uncertainty_scatter(rows, measure, measure_title=corpus.MEASURES[measure],
+                                                 measure_top=top)
             st.altair_chart(scatter, key=keys["scatter"], on_select="rerun",
                             selection_mode=[charts.SCATTER_BRUSH], width="stretch")
             rho = corpus.spearman_raters(rows, measure, reference)
@@ -286,7 +304,7 @@ def charts_section(frame: pd.DataFrame, filt: Filter, models: list[str], referen
     if corpus.corpora_in(rows):
         ref_rows = rows[rows["model"] == reference]
         by_corpus = charts.domain_chart(ref_rows, measure, measure_title=corpus.MEASURES[measure],
-                                        corpora=list(CORPORA), in_domain=corpus.IN_DOMAIN)
+                                        corpora=list(CORPORA), in_domain=corpus.IN_DOMAIN, measure_top=top)
         st.altair_chart(by_corpus, key=keys["domain"], on_select="rerun",
                         selection_mode=[charts.DOMAIN_BRUSH], width="stretch")
         shift = corpus.domain_shift(rows, measure, models)
@@ -295,6 +313,28 @@ def charts_section(frame: pd.DataFrame, filt: Filter, models: list[str], referen
         st.caption(f"AUROC of the {corpus.MEASURE_NAMES[measure]} telling the clear sentences of tweets, amazon "
                    "and nyt from the clear movies sentences (0.5: no better than chance; — without both sides): "
                    + " · ".join(parts))
+
+
+def classes_section(frame: pd.DataFrame, filt: Filter, models: list[str], reference: str) -> None:
+    """Per-class precision, recall and F1 of each model, and the reference model's confusion matrix,
+    on the selected sentences that have labels."""
+    rows = corpus.select(frame, filt, reference)
+    rows = rows[rows["model"].isin(models)]
+    if not corpus.has_labels(rows):
+        st.info(f"The scores per class need labels ({class_list(frame)}): none are selected.")
+        return
+    table = corpus.class_metrics(rows, models)
+    for column in ("precision", "recall", "f1"):
+        table[column] = table[column].map(fmt)
+    left, right = st.columns([2, 3])
+    left.dataframe(table.rename(columns=CLASS_COLUMNS), hide_index=True, key="corpus_classes")
+    left.caption("On the labelled sentences selected: precision, the share of a class's predictions that are "
+                 "right; recall, the share of its sentences predicted as it; F1, their harmonic mean. — where "
+                 "nothing is predicted as the class, or no sentence has it.")
+    with right:
+        st.altair_chart(charts.confusion_chart(corpus.confusion(rows, reference), corpus.classes_in(frame),
+                                               title=f"{reference}: label (rows) against prediction"),
+                        key="corpus_confusion", width="stretch")
 
 
 def table_section(frame: pd.DataFrame, filt: Filter, reference: str, source: str) -> None:
@@ -354,8 +394,9 @@ def compare_section(frame: pd.DataFrame, filt: Filter, a: str, b: str) -> None:
         st.caption(f"On the {disagreements['n_clear']:,} clear sentences where they disagree, {a} is right on "
                    f"{right_a}% and {b} on {right_b}%.")
     if len(pairs):
-        st.altair_chart(charts.paired_chart(pairs, a, b, measure, measure_title=corpus.MEASURES[measure]),
-                        width="stretch")
+        top = corpus.measure_bound(measure, len(corpus.classes_in(frame)))
+        st.altair_chart(charts.paired_chart(pairs, a, b, measure, measure_title=corpus.MEASURES[measure],
+                                            measure_top=top), width="stretch")
         differ = pairs[pairs["disagree"]]
         if len(differ):
             table = differ[["text", "label", "predicted_a", "predicted_b", f"{measure}_a", f"{measure}_b"]].rename(
@@ -397,11 +438,14 @@ def main() -> None:
         st.caption("Every sentence of the four corpora's test splits, rated −4..+4 by about 20 people each, scored "
                    f"by every model with {N_SAMPLES} attention samples (seed {SEED}). movies is the training domain.")
     else:
-        st.caption(f"{md_escape(ss.get('corpus_scored_name', 'your file'))}: scored here; "
-                   "uploads have no human ratings, so the views that need them say so.")
+        st.caption(f"{md_escape(ss.get('corpus_scored_name', 'your file'))}: scored here, classes "
+                   f"{class_list(frame)}; uploads have no human ratings, so the views that need them say so.")
 
     brush_caption(filt)
     charts_section(frame, filt, models, reference, keys)
+    if source == UPLOAD:
+        st.subheader("Per class")
+        classes_section(frame, filt, models, reference)
     st.subheader("Sentences")
     table_section(frame, filt, reference, SOURCE_IDS[source])
     st.subheader("Metrics: the whole set, the selection and saved slices")

@@ -1,4 +1,6 @@
-"""The Corpus page's upload: a user's own file of sentences, read, checked and scored in memory."""
+"""The Corpus page's upload: a user's own file of sentences, read, checked and scored in memory, by
+any of the app's models (`bam_viz.available_models()`, the user's model folders included), its
+labels read as the chosen models' classes."""
 
 from __future__ import annotations
 
@@ -23,8 +25,8 @@ def upload_section(models: list[str], default_model: str) -> None:
     with st.expander("Score your own sentences (a CSV file)", expanded=ss.get("corpus_scored") is None
                      and ss.get("_corpus_no_shipped", False)):
         st.caption(f"Up to {MAX_UPLOAD_BYTES / 1e6:.0f} MB and {MAX_UPLOAD_ROWS} rows; a column of texts, and "
-                   "optionally labels (positive/negative, 1/0, or a rating). The file stays in the server's "
-                   "memory and is never written to disk.")
+                   "optionally labels: the model's class names (for the sentiment models positive/negative, "
+                   "1/0, or a rating). The file stays in the server's memory and is never written to disk.")
         upload = st.file_uploader("File", type=UPLOAD_TYPES, key="corpus_upload")
         if upload is None:
             return
@@ -64,7 +66,8 @@ def upload_section(models: list[str], default_model: str) -> None:
                               format_func=lambda c: "(none: from the text)" if c is None else c,
                               key=f"corpus_id_col_{upload.file_id}")
         ss.setdefault("corpus_models_to_score", [m for m in (default_model,) if m in models] or models[:1])
-        chosen = st.multiselect("Models", models, key="corpus_models_to_score")
+        chosen = st.multiselect("Models", models, key="corpus_models_to_score",
+                                help="Models of the same classes, scored into one table")
         st.caption(f"{len(table):,} rows × {len(chosen)} models, {N_SAMPLES} attention samples each (seed {SEED}), "
                    "as the shipped scores.")
         if st.button("Score", key="corpus_score", type="primary", disabled=not chosen):

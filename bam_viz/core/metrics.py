@@ -1,8 +1,10 @@
 """Classification, calibration and uncertainty metrics over predicted probabilities (numpy + scipy).
 
 Shapes: `probs` is (N, C); where a function also takes sample probabilities (N, S, C) it first
-averages over S, i.e. scores the Monte Carlo predictive E_z[p(y|x,z)]. `labels` are ints (N,).
-Entropies are in nats.
+averages over S, i.e. scores the Monte Carlo predictive E_z[p(y|x,z)]. `labels` are ints (N,),
+class indices in the order of the probabilities' last axis. Every metric holds for any number of
+classes K: calibration is of the top label (the predicted class's probability), the entropies are in
+nats and bounded by ln K (`bam_viz.core.task.entropy_bound`).
 """
 
 from __future__ import annotations
@@ -62,20 +64,18 @@ def brier(probs: np.ndarray, labels: np.ndarray) -> float:
 def ece(probs: np.ndarray, labels: np.ndarray, n_bins: int = ECE_BINS) -> float:
     """Expected calibration error, Guo et al. (2017) "On Calibration of Modern Neural Networks", eq. 3.
 
-    ECE = sum_b |B_b|/N * |acc(B_b) - conf(B_b)| over `n_bins` equal-width bins of the confidence
-    max_c p_ic; bin b holds confidences in (b/n_bins, (b+1)/n_bins] (the first also holds 0).
+    ECE = sum_b |B_b|/N * |acc(B_b) - conf(B_b)| over `n_bins` equal-width bins of the top-label
+    confidence max_c p_ic (the predicted class's probability, for any number of classes K); bin b
+    holds confidences in (b/n_bins, (b+1)/n_bins] (the first also holds 0): `reliability_bins`.
     """
-    p = _predictive(probs)
-    y = _labels(labels, len(p))
-    conf = p.max(axis=1)
-    correct = (p.argmax(axis=1) == y).astype(np.float64)
-    bins = confidence_bins(conf, n_bins)
+    bins = reliability_bins(probs, labels, n_bins)
+    if not bins["count"].sum():
+        raise ValueError("the ECE needs at least one sentence")
     total = 0.0
-    for b in range(n_bins):
-        mask = bins == b
-        if mask.any():
-            total += mask.sum() * abs(correct[mask].mean() - conf[mask].mean())
-    return float(total / len(p))
+    for count, acc, conf in zip(bins["count"], bins["accuracy"], bins["confidence"], strict=True):
+        if count:
+            total += count * abs(acc - conf)
+    return float(total / bins["count"].sum())
 
 
 def confidence_bins(confidence: np.ndarray, n_bins: int = ECE_BINS) -> np.ndarray:
@@ -83,6 +83,76 @@ def confidence_bins(confidence: np.ndarray, n_bins: int = ECE_BINS) -> np.ndarra
     Searched against the edges themselves, which avoids the float error of floor(conf * n_bins)."""
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     return np.clip(np.searchsorted(edges, confidence, side="left") - 1, 0, n_bins - 1)
+
+
+def reliability_bins(probs: np.ndarray, labels: np.ndarray, n_bins: int = ECE_BINS) -> dict[str, np.ndarray]:
+    """The reliability diagram (Guo et al. 2017, fig. 1) of the top-label confidence max_c p_ic, over
+    the bins of `confidence_bins`, each entry (n_bins,): `low` and `high` (the bin's edges), `count`,
+    `confidence` (the mean confidence in it) and `accuracy` (the share whose argmax is the label),
+    NaN in an empty bin."""
+    p = _predictive(probs)
+    y = _labels(labels, len(p))
+    conf = p.max(axis=1)
+    correct = (p.argmax(axis=1) == y).astype(np.float64)
+    which = confidence_bins(conf, n_bins)
+    count = np.zeros(n_bins, dtype=np.int64)
+    mean_conf, accuracy = np.full(n_bins, np.nan), np.full(n_bins, np.nan)
+    for b in range(n_bins):
+        mask = which == b
+        if mask.any():
+            count[b] = mask.sum()
+            mean_conf[b], accuracy[b] = conf[mask].mean(), correct[mask].mean()
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    return {"low": edges[:-1], "high": edges[1:], "count": count, "confidence": mean_conf, "accuracy": accuracy}
+
+
+def predicted_class(probs_or_predicted: np.ndarray, n_classes: int) -> np.ndarray:
+    """(N,) class indices: (N,) indices as given, else the argmax of the predictive mean of (N, K) or
+    (N, S, K) probabilities (ties: the first class, as `bam_viz.core.task.resolve_target`)."""
+    x = np.asarray(probs_or_predicted)
+    if x.ndim == 1:
+        predicted = x.astype(np.int64)
+        if predicted.size and (predicted.min() < 0 or predicted.max() >= n_classes or (predicted != x).any()):
+            raise ValueError(f"predicted classes must be whole indices in [0, {n_classes - 1}]")
+        return predicted
+    p = _predictive(x)
+    if p.shape[1] != n_classes:
+        raise ValueError(f"probabilities of {p.shape[1]} classes, expected {n_classes}")
+    return p.argmax(axis=1)
+
+
+def confusion_matrix(probs_or_predicted: np.ndarray, labels: np.ndarray, n_classes: int) -> np.ndarray:
+    """(K, K) int counts of sentences by true class (rows) and predicted class (columns); the
+    prediction is `predicted_class` of `probs_or_predicted`, the labels are class indices (N,)."""
+    predicted = predicted_class(probs_or_predicted, n_classes)
+    y = _labels(labels, len(predicted))
+    if y.size and (y.min() < 0 or y.max() >= n_classes):
+        raise ValueError(f"labels must be class indices in [0, {n_classes - 1}]")
+    return np.bincount(y * n_classes + predicted, minlength=n_classes * n_classes).reshape(n_classes, n_classes)
+
+
+def per_class(probs_or_predicted: np.ndarray, labels: np.ndarray, n_classes: int) -> dict[str, np.ndarray]:
+    """Per class, each (K,): `precision` TP / predicted, `recall` TP / support, `f1` 2 TP / (2 TP +
+    FP + FN) (their harmonic mean) and `support` (the sentences labelled so), from `confusion_matrix`.
+
+    A ratio with nothing to divide by is NaN, not 0: the precision of a class never predicted, the
+    recall of a class no sentence has, the F1 of a class neither predicted nor present.
+    """
+    matrix = confusion_matrix(probs_or_predicted, labels, n_classes)
+    tp = np.diag(matrix).astype(np.float64)
+    support, predicted = matrix.sum(axis=1), matrix.sum(axis=0)
+
+    def ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+        return np.divide(num, den, out=np.full(n_classes, np.nan), where=den > 0)
+
+    return {"precision": ratio(tp, predicted), "recall": ratio(tp, support),
+            "f1": ratio(2 * tp, support + predicted), "support": support}
+
+
+def per_class_recall(probs_or_predicted: np.ndarray, labels: np.ndarray, n_classes: int) -> np.ndarray:
+    """(K,) the share of each class's sentences predicted as that class, NaN for a class no sentence
+    has (`per_class`); their mean over the classes present is the balanced accuracy."""
+    return per_class(probs_or_predicted, labels, n_classes)["recall"]
 
 
 def auroc(scores: np.ndarray, positives: np.ndarray) -> float:

@@ -1,10 +1,14 @@
 """Error analysis over a scored corpus: filters, slices and their metrics, calibration, human
 disagreement and domain shift; the Corpus page's charts of them are `bam_viz.plots.corpus`'s.
 
-The input is a frame of `bam_viz.evaluation.score.rows.COLUMNS`, one row per (sentence, model). Every number comes
-from `bam_viz.core.metrics`, on these rows:
-  accuracy, NLL, ECE (15 equal-width bins of the confidence max(p, 1 - p)): the clear labelled
-    sentences (label "positive" or "negative"; |human mean| > 0.5);
+The input is a frame of `bam_viz.evaluation.score.rows.columns_for(classes)`, one row per (sentence,
+model): the sentiment zoo's COLUMNS, or a `p_<class>` column per class of a K-class model; its
+classes are `classes_in(frame)`, read from those columns. Every number comes from
+`bam_viz.core.metrics`, on these rows:
+  accuracy, NLL, ECE (15 equal-width bins of the top-label confidence, the predicted class's
+    probability: max(p, 1 - p) for two classes), per-class precision, recall and F1 and the
+    confusion matrix: the clear labelled sentences (label one of the classes; for sentiment
+    "positive" or "negative", |human mean| > 0.5);
   AUROC ambiguous: the uncertainty as a score telling ambiguous sentences (positives) from clear ones;
   AUROC error: the uncertainty telling wrong predictions (positives) from right ones, clear sentences;
   Spearman: the uncertainty against the raters' standard deviation, every sentence that has raters
@@ -26,8 +30,10 @@ import numpy as np
 import pandas as pd
 
 from bam_viz.core import metrics
-from bam_viz.core.task import CLASSES, POSITIVE
+from bam_viz.core.task import CLASSES, entropy_bound
 from bam_viz.data import AMBIGUOUS, CORPORA
+from bam_viz.evaluation.score.rows import class_column, classes_of, columns_for
+from bam_viz.evaluation.score.tables import ScoreInputError
 
 IN_DOMAIN = "movies"
 OUT_OF_DOMAIN = tuple(c for c in CORPORA if c != IN_DOMAIN)        # tweets, amazon, nyt
@@ -38,6 +44,7 @@ MEASURES = {
     "expected_entropy": "expected entropy (nats)",
 }
 MEASURE_NAMES = {k: v.removesuffix(" (nats)") for k, v in MEASURES.items()}
+ENTROPIES = ("predictive_entropy", "expected_entropy")      # each at most ln K (`measure_bound`)
 OUTCOMES = ("all", "correct", "wrong")
 CLARITIES = ("all", "clear", "ambiguous")
 ECE_BINS = metrics.ECE_BINS
@@ -50,15 +57,30 @@ class CorpusInputError(ValueError):
 
 
 # ---- sentences and their columns ----------------------------------------------------------------
+def classes_in(frame: pd.DataFrame) -> tuple[str, ...]:
+    """The classes of a scored frame, in the order of its probability columns (`rows.classes_of`)."""
+    try:
+        return classes_of(frame)
+    except ScoreInputError as err:
+        raise CorpusInputError(f"{err}: score it with bam_viz.evaluation.score") from None
+
+
+def probability_columns(frame: pd.DataFrame) -> list[str]:
+    """The frame's columns of E[f(z)]: `p_positive` for sentiment, else one `p_<class>` per class."""
+    classes = classes_in(frame)
+    return ["p_positive"] if columns_for(classes) == columns_for(CLASSES) else [class_column(c) for c in classes]
+
+
 def with_keys(frame: pd.DataFrame) -> pd.DataFrame:
     """`frame` with `sentence` (one key per sentence: corpus and id, since ids repeat across corpora
-    and user data has no corpus), `confidence` and `outcome` columns; the input is not modified."""
-    missing = {"id", "model", "p_positive", "predicted", "label", "correct"} - set(frame.columns)
+    and user data has no corpus), `confidence` (the predicted class's E[f(z)]) and `outcome` columns;
+    the input is not modified."""
+    missing = {"id", "model", "predicted", "label", "correct"} - set(frame.columns)
     if missing:
         raise CorpusInputError(f"a scored frame needs the columns {sorted(missing)}: "
                                "score it with bam_viz.evaluation.score")
     out = frame.copy()
-    for column in ("p_positive", *MEASURES, "raters_std", "human_mean", "share_positive"):
+    for column in (*probability_columns(frame), *MEASURES, "raters_std", "human_mean", "share_positive"):
         if column in out:                      # user data holds None where the corpora hold ratings
             out[column] = pd.to_numeric(out[column], errors="coerce").astype(np.float64)
     for column in ("id", "text", "model", "corpus", "label", "predicted", "correct"):
@@ -71,8 +93,7 @@ def with_keys(frame: pd.DataFrame) -> pd.DataFrame:
     # The same key as an integer: `select` matches sentences on every rerun, and isin on integers is a
     # fraction of its cost on strings.
     out["sentence_code"] = pd.factorize(out["sentence"])[0]
-    p = out["p_positive"].to_numpy(dtype=np.float64)
-    out["confidence"] = np.maximum(p, 1.0 - p)
+    out["confidence"] = probabilities(out).max(axis=1)
     out["outcome"] = outcomes(out)
     return out
 
@@ -81,24 +102,35 @@ def outcomes(frame: pd.DataFrame) -> np.ndarray:
     """Per row: "correct" or "wrong" on a clear labelled sentence, "ambiguous", or "unlabelled"."""
     label = frame["label"].astype(object)
     correct = frame["correct"].astype(object)
-    return np.where(label.isin(CLASSES), np.where(correct == True, "correct", "wrong"),  # noqa: E712 (object column)
+    return np.where(clear_mask(frame), np.where(correct == True, "correct", "wrong"),  # noqa: E712 (object column)
                     np.where(label == AMBIGUOUS, "ambiguous", "unlabelled"))
 
 
 def clear_mask(frame: pd.DataFrame) -> np.ndarray:
-    """Rows whose sentence has a clear label (positive or negative)."""
-    return frame["label"].isin(CLASSES).to_numpy()
+    """Rows whose sentence has a clear label: one of the classes (for sentiment, positive or negative)."""
+    return frame["label"].isin(classes_in(frame)).to_numpy()
 
 
 def probabilities(frame: pd.DataFrame) -> np.ndarray:
-    """(N, 2) probabilities in `CLASSES` order from P(positive)."""
-    p = frame["p_positive"].to_numpy(dtype=np.float64)
-    return np.stack([1.0 - p, p], axis=1)                                   # (N, 2)
+    """(N, K) E[f(z)] in the order of `classes_in(frame)`; for sentiment [1 - P(positive), P(positive)]."""
+    columns = probability_columns(frame)
+    if columns == ["p_positive"]:
+        p = frame["p_positive"].to_numpy(dtype=np.float64)
+        return np.stack([1.0 - p, p], axis=1)                               # (N, 2)
+    return frame[columns].to_numpy(dtype=np.float64)                        # (N, K)
 
 
 def label_indices(frame: pd.DataFrame) -> np.ndarray:
-    """(N,) class index of each row's label; only meaningful where `clear_mask`."""
-    return (frame["label"] == CLASSES[POSITIVE]).to_numpy().astype(np.int64)
+    """(N,) class index of each row's label in `classes_in(frame)`, -1 where it is none of them."""
+    index = {c: i for i, c in enumerate(classes_in(frame))}
+    return np.array([index.get(label, -1) for label in frame["label"].astype(object)], dtype=np.int64)
+
+
+def measure_bound(measure: str, n_classes: int) -> float | None:
+    """The top of `measure`'s axis: ln K for an entropy, its largest value (`entropy_bound`); None
+    for the mutual information, which is bounded by ln K too but lies far below it, so that its axis
+    follows the data."""
+    return entropy_bound(n_classes) if measure in ENTROPIES else None
 
 
 def models_in(frame: pd.DataFrame) -> list[str]:
@@ -250,10 +282,10 @@ def slice_metrics(frame: pd.DataFrame, measure: str, models: list[str] | None = 
 
 
 def reliability(frame: pd.DataFrame, n_bins: int = ECE_BINS, models: list[str] | None = None) -> pd.DataFrame:
-    """The reliability diagram's bins: per model and non-empty bin of the confidence, on clear
-    sentences: `low`, `high` (the bin's edges), `count`, `confidence` (mean confidence), `accuracy`
-    (share right) and `ece` (the model's, from `metrics.ece`, repeated on its rows). The count-weighted
-    mean of |accuracy - confidence| is that ECE."""
+    """The reliability diagram's bins: per model and non-empty bin of the top-label confidence, on
+    clear sentences: `low`, `high` (the bin's edges), `count`, `confidence` (mean confidence),
+    `accuracy` (share right) and `ece` (the model's, from `metrics.ece`, repeated on its rows), all
+    from `metrics.reliability_bins`. The count-weighted mean of |accuracy - confidence| is that ECE."""
     models = models or models_in(frame)
     parts = []
     for m in models:
@@ -261,19 +293,36 @@ def reliability(frame: pd.DataFrame, n_bins: int = ECE_BINS, models: list[str] |
         if rows.empty:
             continue
         p, y = probabilities(rows), label_indices(rows)
-        conf = p.max(axis=1)
-        right = (p.argmax(axis=1) == y).astype(np.float64)
-        b = metrics.confidence_bins(conf, n_bins)
-        binned = pd.DataFrame({"bin": b, "confidence": conf, "accuracy": right}).groupby("bin")
-        part = binned.agg(count=("accuracy", "size"), confidence=("confidence", "mean"),
-                          accuracy=("accuracy", "mean")).reset_index()
-        part["low"] = part["bin"] / n_bins
-        part["high"] = (part["bin"] + 1) / n_bins
+        part = pd.DataFrame(metrics.reliability_bins(p, y, n_bins)).rename_axis("bin").reset_index()
+        part = part[part["count"] > 0].reset_index(drop=True)
         part["model"] = m
         part["ece"] = metrics.ece(p, y, n_bins)
         parts.append(part)
     columns = ["model", "bin", "low", "high", "count", "confidence", "accuracy", "ece"]
     return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
+
+
+CLASS_METRICS = ("support", "precision", "recall", "f1")
+
+
+def class_metrics(frame: pd.DataFrame, models: list[str] | None = None) -> pd.DataFrame:
+    """Per (model, class), on the clear sentences: `support`, `precision`, `recall` and `f1`
+    (`metrics.per_class`; NaN where undefined), the classes in the frame's order."""
+    classes = classes_in(frame)
+    parts = []
+    for m in models or models_in(frame):
+        rows = frame[(frame["model"] == m) & clear_mask(frame)]
+        scores = metrics.per_class(probabilities(rows), label_indices(rows), len(classes))
+        parts.append(pd.DataFrame({"model": m, "class": list(classes), **{k: scores[k] for k in CLASS_METRICS}}))
+    columns = ["model", "class", *CLASS_METRICS]
+    return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
+
+
+def confusion(frame: pd.DataFrame, model: str) -> np.ndarray:
+    """(K, K) counts of `model`'s clear sentences by label (rows) and prediction (columns), in the
+    order of `classes_in(frame)` (`metrics.confusion_matrix`)."""
+    rows = frame[(frame["model"] == model) & clear_mask(frame)]
+    return metrics.confusion_matrix(probabilities(rows), label_indices(rows), len(classes_in(frame)))
 
 
 def domain_shift(frame: pd.DataFrame, measure: str, models: list[str] | None = None) -> pd.DataFrame:
@@ -306,13 +355,13 @@ def spearman_raters(frame: pd.DataFrame, measure: str, model: str) -> float:
 # ---- two models ---------------------------------------------------------------------------------
 def paired(frame: pd.DataFrame, a: str, b: str, measure: str) -> pd.DataFrame:
     """One row per sentence scored by both `a` and `b`: the sentence's text and ratings, each model's
-    prediction, P(positive), outcome and `measure` (suffixes `_a`, `_b`), `disagree` (their labels
-    differ) and `more_uncertain` ("a", "b" or "tie", by `measure`)."""
+    prediction, confidence (and P(positive) for sentiment), outcome and `measure` (suffixes `_a`,
+    `_b`), `disagree` (their labels differ) and `more_uncertain` ("a", "b" or "tie", by `measure`)."""
     if a == b:
         raise CorpusInputError("choose two different models to compare")
     keep = ["sentence", "text", "corpus", "label", "raters_std", "human_mean"]
     keep = [c for c in keep if c in frame]
-    own = ["predicted", "p_positive", "outcome", measure]
+    own = ["predicted", *(c for c in ("p_positive", "confidence") if c in frame), "outcome", measure]
     left = frame.loc[frame["model"] == a, keep + own]
     right = frame.loc[frame["model"] == b, ["sentence", *own]]
     out = left.merge(right, on="sentence", suffixes=("_a", "_b"), validate="one_to_one")
@@ -328,7 +377,7 @@ def paired_summary(pairs: pd.DataFrame) -> dict[str, dict[str, float]]:
     out = {}
     for name, rows in (("all", pairs), ("disagreements", pairs[pairs["disagree"]])):
         counts = rows["more_uncertain"].value_counts()
-        clear = rows["label"].isin(CLASSES)
+        clear = rows["outcome_a"].isin(("correct", "wrong"))
         entry = {"n": len(rows), **{k: int(counts.get(k, 0)) for k in ("a", "b", "tie")},
                  "n_clear": int(clear.sum())}
         for side in ("a", "b"):
@@ -340,7 +389,7 @@ def paired_summary(pairs: pd.DataFrame) -> dict[str, dict[str, float]]:
 
 # ---- downloads ----------------------------------------------------------------------------------
 def scored_csv(frame: pd.DataFrame) -> bytes:
-    """The scored rows as UTF-8 CSV, the columns of `bam_viz.evaluation.score.scorer` only (no page columns)."""
-    from bam_viz.evaluation.score.scorer import COLUMNS
-
-    return frame[[c for c in COLUMNS if c in frame]].to_csv(index=False).encode("utf-8")
+    """The scored rows as UTF-8 CSV, the columns of `bam_viz.evaluation.score.rows.columns_for` its
+    classes only (no page columns)."""
+    columns = columns_for(classes_in(frame))
+    return frame[[c for c in columns if c in frame]].to_csv(index=False).encode("utf-8")

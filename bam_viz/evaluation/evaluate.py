@@ -1,4 +1,10 @@
-"""Score a sentiment predictor on the human-rated corpora: accuracy, calibration and uncertainty.
+"""Score a predictor on labelled sentences: accuracy, calibration and uncertainty.
+
+`evaluate` scores a sentiment predictor on the human-rated corpora; `evaluate_labelled` scores a
+predictor of any K classes on sentences labelled with its class names (a user's own file). Both
+give, for each predictive, the scores of `labelled_metrics`: accuracy, NLL, Brier, top-label ECE
+and its reliability bins, per-class precision, recall and F1, their macro means, and the K x K
+confusion matrix.
 
 Two predictive distributions are scored side by side for a Bayesian-attention model:
   mc          E_z[f(z)]: the mean of the class probabilities over S attention samples;
@@ -14,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +30,7 @@ from tqdm import tqdm
 from bam_viz.core import metrics
 from bam_viz.core.task import CLASSES, POSITIVE
 from bam_viz.data import AMBIGUOUS, CORPORA, CorpusError, CorpusLoad, Snippet, load_corpus
-from bam_viz.evaluation.predictors import Predictor, _to_numpy, fit_temperature
+from bam_viz.evaluation.predictors import Predictor, _to_numpy, classes_of, fit_temperature
 
 IN_DOMAIN = "movies"  # the corpus the models are trained on
 
@@ -36,26 +43,28 @@ def _batch_seed(seed: int, start: int) -> int:
 def _predict(
     predictor: Predictor, texts: list[str], n_samples: int, seed: int, batch_size: int, desc: str
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(N, S, 2) sample probabilities and (N, 2) mean-field probabilities, run in batches."""
+    """(N, S, K) sample probabilities and (N, K) mean-field probabilities, run in batches; K is the
+    number of the predictor's classes."""
+    K = len(classes_of(predictor))
     samples, means = [], []
     with tqdm(total=len(texts), desc=desc, unit="sent", file=sys.stderr, disable=None) as bar:
         for start in range(0, len(texts), batch_size):
             batch = texts[start : start + batch_size]
             s = _to_numpy(predictor.sample_probs(batch, n_samples, _batch_seed(seed, start)))
             m = _to_numpy(predictor.softmax_probs(batch))
-            if s.ndim != 3 or s.shape[0] != len(batch) or s.shape[2] != 2:
+            if s.ndim != 3 or s.shape[0] != len(batch) or s.shape[2] != K:
                 raise ValueError(
-                    f"{predictor.name}.sample_probs gave {s.shape}, expected ({len(batch)}, S, 2)"
+                    f"{predictor.name}.sample_probs gave {s.shape}, expected ({len(batch)}, S, {K})"
                 )
-            if m.shape != (len(batch), 2):
+            if m.shape != (len(batch), K):
                 raise ValueError(
-                    f"{predictor.name}.softmax_probs gave {m.shape}, expected ({len(batch)}, 2)"
+                    f"{predictor.name}.softmax_probs gave {m.shape}, expected ({len(batch)}, {K})"
                 )
             samples.append(s)
             means.append(m)
             bar.update(len(batch))
     if not texts:
-        return np.zeros((0, max(n_samples, 1), 2)), np.zeros((0, 2))
+        return np.zeros((0, max(n_samples, 1), K)), np.zeros((0, K))
     return np.concatenate(samples), np.concatenate(means)
 
 
@@ -70,16 +79,45 @@ def corpus_files(loads: list[CorpusLoad], lenient: bool) -> list[dict]:
     ]
 
 
+def labelled_metrics(probs: np.ndarray, labels: np.ndarray, classes: Sequence[str]) -> dict[str, Any]:
+    """The scores of (N, K) (or (N, S, K)) probabilities on (N,) labels (indices into `classes`):
+    accuracy, nll, brier, ece (`metrics`), balanced_accuracy and macro_f1 (the means of the per-class
+    recall and F1 over the classes where they are defined), per_class ({class: precision, recall,
+    f1, support}, NaN where undefined), confusion (K x K counts, rows the label, columns the
+    prediction) and reliability (the non-empty bins of the top-label confidence), as plain numbers
+    and lists, ready for JSON."""
+    K = len(classes)
+    scores = metrics.per_class(probs, labels, K)
+    bins = metrics.reliability_bins(probs, labels)
+
+    def mean_of_defined(values: np.ndarray) -> float:
+        defined = values[np.isfinite(values)]
+        return float(defined.mean()) if defined.size else float("nan")
+
+    return {
+        "accuracy": metrics.accuracy(probs, labels),
+        "nll": metrics.nll(probs, labels),
+        "brier": metrics.brier(probs, labels),
+        "ece": metrics.ece(probs, labels),
+        "balanced_accuracy": mean_of_defined(scores["recall"]),
+        "macro_f1": mean_of_defined(scores["f1"]),
+        "per_class": {c: {"precision": float(scores["precision"][i]), "recall": float(scores["recall"][i]),
+                          "f1": float(scores["f1"][i]), "support": int(scores["support"][i])}
+                      for i, c in enumerate(classes)},
+        "confusion": metrics.confusion_matrix(probs, labels, K).tolist(),
+        "reliability": [{"low": float(bins["low"][b]), "high": float(bins["high"][b]), "count": int(bins["count"][b]),
+                         "confidence": float(bins["confidence"][b]), "accuracy": float(bins["accuracy"][b])}
+                        for b in range(len(bins["count"])) if bins["count"][b]],
+    }
+
+
 def _variant_metrics(
     probs: np.ndarray, clear: np.ndarray, labels: np.ndarray, human_mean: np.ndarray, rater_std: np.ndarray
-) -> dict[str, float]:
+) -> dict[str, Any]:
     p, y = probs[clear], labels[clear]
     entropy = metrics.predictive_entropy(probs)
     return {
-        "accuracy": metrics.accuracy(p, y),
-        "nll": metrics.nll(p, y),
-        "brier": metrics.brier(p, y),
-        "ece": metrics.ece(p, y),
+        **labelled_metrics(p, y, CLASSES),
         "auroc_error_entropy": metrics.auroc(entropy[clear], p.argmax(axis=1) != y),
         "spearman_human_mean": metrics.spearman(probs[:, POSITIVE], human_mean),
         "spearman_entropy_rater_std": metrics.spearman(entropy, rater_std),
@@ -114,6 +152,10 @@ def evaluate(
     """
     if corpus not in CORPORA:
         raise ValueError(f"unknown corpus {corpus!r}; expected one of {sorted(CORPORA)}")
+    if classes_of(predictor) != CLASSES:
+        raise ValueError(f"the rated corpora are labelled {', '.join(CLASSES)}; {predictor.name} predicts "
+                         f"{', '.join(classes_of(predictor))}: evaluate it on sentences labelled with its classes "
+                         "(python -m bam_viz evaluate --model NAME --input FILE)")
     # Each corpus read once, so the hashes recorded are those of the very bytes scored.
     loads = {corpus: load_corpus(corpus, data, strict=not lenient)}
     if references:
@@ -238,16 +280,104 @@ def compare(
     )
 
 
-# The metrics both predictives have, in the order `summary` prints them.
+def evaluate_labelled(
+    predictor: Predictor,
+    texts: Sequence[str],
+    labels: Sequence[str | None],
+    *,
+    source: str = "the file",
+    n_samples: int = 32,
+    seed: int = 0,
+    batch_size: int = 64,
+) -> dict:
+    """Metrics of `predictor` on `texts` labelled with its class names, for the mc and softmax
+    predictives: `labelled_metrics` of each, and the AUROC of the predictive entropy (and, for mc,
+    of the mutual information) telling wrong predictions from right ones.
+
+    A label None or "ambiguous" (what `score.read_labels` gives for a sentiment rating between the
+    classes) leaves its sentence out, unpredicted; any other label that is not a class raises
+    ValueError. `source` names the sentences in the results. The samples are drawn in batches with
+    per-batch seeds, as `evaluate` draws them.
+    """
+    classes = classes_of(predictor)
+    if len(texts) != len(labels):
+        raise ValueError(f"{len(texts)} texts but {len(labels)} labels")
+    unknown = list(dict.fromkeys(str(y) for y in labels if y is not None and y != AMBIGUOUS and y not in classes))
+    if unknown:
+        raise ValueError(f"labels not among the classes of {predictor.name} ({', '.join(classes)}): "
+                         f"{', '.join(map(repr, unknown[:4]))}")
+    keep = [i for i, y in enumerate(labels) if y in classes]
+    if not keep:
+        raise ValueError(f"no sentence of {source} has a label among the classes of {predictor.name}")
+    samples, softmax = _predict(predictor, [texts[i] for i in keep], n_samples, seed, batch_size,
+                                f"{predictor.name} {source}")
+    y = np.array([classes.index(labels[i]) for i in keep], dtype=np.int64)
+    mc = samples.mean(axis=1)
+    entropy, mi = metrics.predictive_entropy(samples), metrics.mutual_information(samples)
+    wrong = mc.argmax(axis=1) != y
+    return {
+        "predictor": predictor.name,
+        "source": source,
+        "classes": list(classes),
+        "n": len(texts),
+        "n_labelled": len(keep),
+        "n_samples": int(samples.shape[1]),
+        "n_samples_requested": n_samples,
+        "seed": seed,
+        "counts": {c: int((y == i).sum()) for i, c in enumerate(classes)},
+        "mc": {**labelled_metrics(mc, y, classes), "auroc_error_entropy": metrics.auroc(entropy, wrong),
+               "auroc_error_mi": metrics.auroc(mi, wrong)},
+        "softmax": {**labelled_metrics(softmax, y, classes), "auroc_error_entropy": metrics.auroc(
+            metrics.predictive_entropy(softmax), softmax.argmax(axis=1) != y)},
+        "per_sentence": {
+            "rows": [i + 1 for i in keep],
+            "labels": [labels[i] for i in keep],
+            "mc_probs": mc.tolist(),
+            "softmax_probs": softmax.tolist(),
+            "mc_entropy": entropy.tolist(),
+            "mc_mi": mi.tolist(),
+        },
+    }
+
+
+def evaluate_file(predictor: Predictor, path: str | Path, *, text_column: str | None = None,
+                  label_column: str | None = None, n_samples: int = 32, seed: int = 0,
+                  batch_size: int = 64) -> dict:
+    """`evaluate_labelled` on a file of sentences (`bam_viz.evaluation.score.tables.read_table`: CSV,
+    TSV, JSON Lines, Parquet): its text and label columns named, else found by their names; the
+    labels read as the predictor's classes (`read_labels`). Every problem with the file, no label
+    column included, is a `ScoreInputError` with a message for a person."""
+    from bam_viz.evaluation.score.scorer import frame_inputs
+    from bam_viz.evaluation.score.tables import ScoreInputError, _listed, find_columns, read_labels, read_table
+
+    frame = read_table(path)
+    text, label, _ = find_columns(frame, text_column, label_column)
+    if label is None:
+        raise ScoreInputError(f"{Path(path).name}: which column holds the labels? the columns are "
+                              f"{_listed(frame.columns)}: name it (--label-column)")
+    inputs = frame_inputs(frame, text, label)
+    labels = read_labels(inputs["label"], classes_of(predictor), predictor.name)
+    try:
+        return evaluate_labelled(predictor, list(inputs["text"]), labels, source=Path(path).name,
+                                 n_samples=n_samples, seed=seed, batch_size=batch_size)
+    except ValueError as err:
+        raise ScoreInputError(str(err)) from None
+
+
+# The metrics both predictives have, in the order `summary` prints them (those a result has).
 _SUMMARY_KEYS = (
     "accuracy",
     "nll",
     "brier",
     "ece",
+    "balanced_accuracy",
+    "macro_f1",
     "auroc_error_entropy",
+    "auroc_error_mi",
     "spearman_human_mean",
     "spearman_entropy_rater_std",
 )
+CONFUSION_CLASSES = 10      # `summary` prints the confusion matrix up to this many classes
 
 
 def _fmt(value: Any) -> str:
@@ -257,18 +387,35 @@ def _fmt(value: Any) -> str:
 
 
 def summary(results: dict) -> str:
-    """A compact plain-text table of one `evaluate` output, for the terminal."""
-    head = (
-        f"{results['predictor']} on {results['corpus']}/{results['split']}: {results['n_clear']} clear + "
-        f"{results['n_ambiguous']} ambiguous sentences, S={results['n_samples']}, seed={results['seed']}"
-    )
-    keys = [*_SUMMARY_KEYS, *(k for k in results["mc"] if k.startswith(("auroc_ambig", "auroc_ood")))]
+    """A compact plain-text table of one `evaluate` or `evaluate_labelled` output, for the terminal:
+    the metrics of both predictives, then E[f(z)]'s per-class scores and (up to CONFUSION_CLASSES
+    classes) its confusion matrix."""
+    if "corpus" in results:
+        head = (f"{results['predictor']} on {results['corpus']}/{results['split']}: {results['n_clear']} clear + "
+                f"{results['n_ambiguous']} ambiguous sentences")
+    else:
+        head = (f"{results['predictor']} on {results['source']}: {results['n_labelled']} labelled of "
+                f"{results['n']} sentences, {len(results['classes'])} classes")
+    head += f", S={results['n_samples']}, seed={results['seed']}"
+    mc, softmax = results["mc"], results["softmax"]
+    keys = [*(k for k in _SUMMARY_KEYS if k in mc or k in softmax),
+            *(k for k in mc if k.startswith(("auroc_ambig", "auroc_ood")))]
     width = max(len(k) for k in keys)
     lines = [head, f"{'metric':<{width}}  {'mc':>7}  {'softmax':>10}"]
     for k in keys:
-        lines.append(
-            f"{k:<{width}}  {_fmt(results['mc'].get(k)):>7}  {_fmt(results['softmax'].get(k)):>10}"
-        )
+        lines.append(f"{k:<{width}}  {_fmt(mc.get(k)):>7}  {_fmt(softmax.get(k)):>10}")
+    per_class = mc.get("per_class")
+    if per_class:
+        width = max(5, *(len(c) for c in per_class))
+        lines += ["", f"{'class':<{width}}  {'precision':>9}  {'recall':>7}  {'f1':>7}  {'sentences':>9}  (E[f(z)])"]
+        lines += [f"{c:<{width}}  {_fmt(s['precision']):>9}  {_fmt(s['recall']):>7}  {_fmt(s['f1']):>7}  "
+                  f"{s['support']:>9}" for c, s in per_class.items()]
+        if len(per_class) <= CONFUSION_CLASSES:
+            corner, names = "label | predicted", [c[:10] for c in per_class]
+            first, cell = max(width, len(corner)), max(6, *(len(n) for n in names))
+            lines += ["", f"{corner:<{first}}  " + "  ".join(f"{n:>{cell}}" for n in names)]
+            lines += [f"{c:<{first}}  " + "  ".join(f"{v:>{cell}}" for v in row)
+                      for c, row in zip(per_class, mc["confusion"], strict=True)]
     return "\n".join(lines)
 
 

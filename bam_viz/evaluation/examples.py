@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from bam_viz.core import metrics
-from bam_viz.core.task import POSITIVE
+from bam_viz.core.task import CLASSES, POSITIVE
 from bam_viz.data import CLEAR_THRESHOLD, Snippet, load_split
 
 MAX_WORDS = 30                # on a projector, a longer sentence does not read
@@ -147,7 +147,12 @@ def document(model_name: str, chosen: dict[str, Scored], n_sentences: int, n_sam
 
 
 def build(model, data: str | Path | None = None, n_samples: int = 32, seed: int = 0) -> dict:
-    """Score the movies dev split with `model`, choose by the rule, and return the examples file."""
+    """Score the movies dev split with `model`, choose by the rule, and return the examples file.
+    The rule reads P(positive) against the raters' sentiment: `model` must predict the sentiment pair."""
+    classes = tuple(getattr(model, "classes", CLASSES))
+    if classes != CLASSES:
+        raise ValueError(f"the explorer's examples are chosen on the rated movie reviews, by P(positive): "
+                         f"{model.name} predicts {', '.join(classes)}, not {', '.join(CLASSES)}")
     snippets = load_split("movies", "dev", data, include_ambiguous=True)
     scored = score(model, snippets, n_samples, seed)
     return document(model.name, choose(scored), len(snippets), n_samples, seed, model.trained_hyper)

@@ -1,9 +1,10 @@
-"""Sentiment predictors that `evaluate` scores: one protocol, its adapters, and temperature scaling.
+"""The predictors that `evaluate` scores: one protocol, its adapters, and temperature scaling.
 
-A predictor returns class probabilities in the order of `bam_viz.core.task.CLASSES`, both as S
-attention samples per sentence (N, S, 2) and as one mean-field pass (N, 2). The adapters wrap the
-VADER baseline, a bam_viz model, a memo of predictions already made, and temperature scaling
-(Guo et al. 2017) of another predictor.
+A predictor names its K classes (`classes`; the sentiment pair `bam_viz.core.task.CLASSES` for
+VADER and the shipped zoo, `classes_of` for one that names none) and returns class probabilities in
+their order, both as S attention samples per sentence (N, S, K) and as one mean-field pass (N, K).
+The adapters wrap the VADER baseline, a bam_viz model, a memo of predictions already made, and
+temperature scaling (Guo et al. 2017) of another predictor.
 """
 
 from __future__ import annotations
@@ -13,18 +14,25 @@ from typing import Any, Protocol
 import numpy as np
 
 from bam_viz.core import metrics
+from bam_viz.core.task import CLASSES
 
 
 class Predictor(Protocol):
     name: str
+    classes: tuple[str, ...]
 
     def sample_probs(self, texts: list[str], n_samples: int, seed: int) -> np.ndarray:
-        """(N, S, 2) probabilities in the order of CLASSES, one row per attention sample."""
+        """(N, S, K) probabilities in the order of `classes`, one row per attention sample."""
         ...
 
     def softmax_probs(self, texts: list[str]) -> np.ndarray:
-        """(N, 2) f(softmax): the deterministic pass."""
+        """(N, K) f(softmax): the deterministic pass."""
         ...
+
+
+def classes_of(predictor: Any) -> tuple[str, ...]:
+    """The classes of `predictor` (or of a model): its own, else the sentiment pair."""
+    return tuple(getattr(predictor, "classes", CLASSES))
 
 
 def _to_numpy(x: Any) -> np.ndarray:
@@ -41,6 +49,7 @@ class VaderPredictor:
     """
 
     name = "vader"
+    classes = CLASSES
 
     def __init__(self) -> None:
         self._analyser = None
@@ -62,7 +71,8 @@ class VaderPredictor:
 
 
 class ModelPredictor:
-    """Adapter over a bam_viz model: `predict_samples` (N, S, 2) and `predict_softmax` (N, 2).
+    """Adapter over a bam_viz model: `predict_samples` (N, S, K) and `predict_softmax` (N, K), in the
+    order of the model's classes.
 
     `hyper` (attention hyperparameters at inference, e.g. shape_k) is passed through to both
     calls and named in the predictor's name ("bam-wc@shape_k=1"), so its results never pass for
@@ -72,6 +82,7 @@ class ModelPredictor:
     def __init__(self, model: Any, **hyper: Any) -> None:
         self.model = model
         self.hyper = hyper
+        self.classes = classes_of(model)
         self.name = str(model.name) + "".join(f"@{k}={v:g}" for k, v in sorted(hyper.items()))
 
     def sample_probs(self, texts: list[str], n_samples: int, seed: int) -> np.ndarray:
@@ -88,7 +99,7 @@ class MemoPredictor:
 
     def __init__(self, predictor: Predictor) -> None:
         self.predictor = predictor
-        self.name = predictor.name
+        self.name, self.classes = predictor.name, classes_of(predictor)
         self._samples: dict[tuple[str, int], np.ndarray] = {}
         self._means: dict[str, np.ndarray] = {}
 
@@ -124,7 +135,7 @@ class TemperedPredictor:
         if not np.isfinite(temperature) or temperature <= 0:
             raise ValueError(f"temperature must be positive, got {temperature}")
         self.predictor, self.temperature = predictor, float(temperature)
-        self.name = f"{predictor.name}@T={self.temperature:.3g}"
+        self.name, self.classes = f"{predictor.name}@T={self.temperature:.3g}", classes_of(predictor)
 
     def sample_probs(self, texts: list[str], n_samples: int, seed: int) -> np.ndarray:
         return temper(_to_numpy(self.predictor.sample_probs(texts, n_samples, seed)), self.temperature)
@@ -135,7 +146,7 @@ class TemperedPredictor:
 
 def fit_temperature(sample_probs: np.ndarray, labels: np.ndarray, lo: float = 0.05, hi: float = 20.0) -> float:
     """The T minimising the NLL of the tempered Monte Carlo predictive mean_s temper(p_s, T) on
-    labelled (N, S, 2) samples: golden-section search on log T in [lo, hi]. For one sample per
+    labelled (N, S, K) samples: golden-section search on log T in [lo, hi]. For one sample per
     sentence the NLL is convex in 1/T (a one-parameter logistic regression); for averaged samples
     it is not guaranteed to be, and a result at an end of the bracket says the optimum is beyond."""
     sample_probs = np.asarray(sample_probs, dtype=np.float64)

@@ -1,7 +1,9 @@
 """The Ray engine of corpus scoring: Ray Data with one `ScorerActor` per worker, each loading the
 models once and scoring its blocks one sentence at a time with the local engine's `Scorer`, so that
-its rows equal the local engine's exactly. Ray is an optional dependency: this module imports it
-only when the engine runs (`ray_module`), and says how to install it when it is missing.
+its rows equal the local engine's exactly. A worker loads each model from the folder the driver's
+copy came from (`model.origin`, a (name, root) pair: `zoo.load(name, root=root)`), so any model
+folder works, whatever its classes. Ray is an optional dependency: this module imports it only when
+the engine runs (`ray_module`), and says how to install it when it is missing.
 """
 
 from __future__ import annotations
@@ -15,15 +17,18 @@ import numpy as np
 import pandas as pd
 
 from bam_viz.evaluation.score.rows import (
-    COLUMNS,
     COMPRESSION,
     SCORING_THREADS,
     VADER,
     Scorer,
     check_models,
     check_options,
+    columns_for,
+    common_classes,
     finish,
+    load_models,
     model_name,
+    with_labels,
 )
 from bam_viz.evaluation.score.tables import ScoreInputError
 
@@ -32,32 +37,41 @@ ORDER = "_order"          # carried through Ray to restore model-major, input or
 
 
 class ScorerActor:
-    """A Ray Data actor: loads the models once, then scores each batch one sentence at a time."""
+    """A Ray Data actor: loads the models once (each of `models` "vader" or a (name, root) origin),
+    then scores each batch one sentence at a time."""
 
-    def __init__(self, models: list[str], n_samples: int, seed: int):
+    def __init__(self, models: list[str | tuple[str, str]], classes: tuple[str, ...], n_samples: int, seed: int):
         import torch
+
+        from bam_viz import zoo
 
         # One actor per CPU, each on one torch thread like the local engine (`one_thread`).
         torch.set_num_threads(SCORING_THREADS)
-        tokenizer, self.scorers = None, {}
-        for name in models:
-            self.scorers[name] = Scorer(name, n_samples, seed, tokenizer)
-            tokenizer = self.scorers[name].tokenizer
+        tokenizer, self.scorers, self.classes = None, {}, tuple(classes)
+        for spec in models:
+            model = VADER if spec == VADER else zoo.load(spec[0], root=Path(spec[1]))
+            scorer = Scorer(model, n_samples, seed, tokenizer)
+            self.scorers[scorer.name], tokenizer = scorer, scorer.tokenizer
 
     def __call__(self, batch: pd.DataFrame) -> pd.DataFrame:
         records = batch.to_dict("records")
-        frame = finish([self.scorers[r["model"]].row(r) for r in records])
+        frame = finish([self.scorers[r["model"]].row(r) for r in records], self.classes)
         frame[ORDER] = [r[ORDER] for r in records]
         return frame
 
 
-def shipped_only(models: list[str]) -> None:
-    from bam_viz.zoo import available_models
-
-    other = [m for m in models if m != VADER and m not in available_models()]
-    if other:
-        raise ScoreInputError(f"the Ray engine loads models by name on each worker: {other[0]!r} is not a shipped "
-                              "model; score it with the local engine")
+def worker_models(models: list[Any]) -> list[str | tuple[str, str]]:
+    """What each worker loads for `models` (loaded ones, or "vader"): "vader", or the (name, root) a
+    model was loaded from (`model.origin`, set by `zoo.load`); a model built in code has none."""
+    specs = []
+    for m in models:
+        origin = None if m == VADER else getattr(m, "origin", None)
+        if m != VADER and origin is None:
+            raise ScoreInputError(f"the Ray engine loads each model again on its workers, from its folder: "
+                                  f"{model_name(m)!r} was not loaded from one (zoo.load); score it with the "
+                                  "local engine")
+        specs.append(VADER if m == VADER else (str(origin[0]), str(origin[1])))
+    return specs
 
 
 def ray_module():
@@ -100,29 +114,36 @@ def start_ray(address: str | None = None, num_workers: int = 1) -> bool:
     return True
 
 
-def _ray_dataset(inputs: pd.DataFrame, models: list[str], n_samples: int, seed: int, num_workers: int):
-    """The scored rows as a lazy Ray dataset (COLUMNS plus ORDER), one block per RAY_BATCH sentences."""
+def _ray_dataset(inputs: pd.DataFrame, models: list[Any], classes: tuple[str, ...], n_samples: int, seed: int,
+                 num_workers: int):
+    """The scored rows as a lazy Ray dataset (`columns_for(classes)` plus ORDER), one block per
+    RAY_BATCH sentences, of `inputs` whose labels are read already (`with_labels`)."""
     ray = ray_module()
+    specs = worker_models(models)
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False              # our own bar counts sentences
-    work = pd.concat([inputs.assign(model=name) for name in models], ignore_index=True)
+    work = pd.concat([inputs.assign(model=model_name(m)) for m in models], ignore_index=True)
     work[ORDER] = np.arange(len(work))
     blocks = [work.iloc[i : i + RAY_BATCH] for i in range(0, len(work), RAY_BATCH)]
     return ray.data.from_pandas(blocks).map_batches(
-        ScorerActor, fn_constructor_kwargs={"models": models, "n_samples": n_samples, "seed": seed},
+        ScorerActor, fn_constructor_kwargs={"models": specs, "classes": classes, "n_samples": n_samples,
+                                            "seed": seed},
         batch_size=RAY_BATCH, batch_format="pandas", num_cpus=1,
         # More actors than blocks would only wait (and Ray warns): each loads every model for nothing.
         compute=ray.data.ActorPoolStrategy(size=max(1, min(num_workers, len(blocks)))))
 
 
-def score_ray(inputs: pd.DataFrame, models: list[str], n_samples: int, seed: int, progress: Callable | None,
-               num_workers: int, address: str | None) -> pd.DataFrame:
+def score_ray(inputs: pd.DataFrame, models: list[Any], n_samples: int, seed: int, progress: Callable | None,
+              num_workers: int, address: str | None) -> pd.DataFrame:
+    """`score_inputs` on Ray: `models` loaded (or "vader"), of one set of classes, `inputs`' labels
+    read as those classes already."""
     ray = ray_module()
-    shipped_only(models)
+    classes = common_classes(models)
+    worker_models(models)                  # a model without a folder is refused before Ray starts
     started = start_ray(address, num_workers)
     try:
         total, parts = len(inputs) * len(models), []
-        for batch in _ray_dataset(inputs, models, n_samples, seed, num_workers).iter_batches(
+        for batch in _ray_dataset(inputs, models, classes, n_samples, seed, num_workers).iter_batches(
                 batch_size=None, batch_format="pandas"):
             parts.append(batch)
             if progress is not None:
@@ -130,8 +151,9 @@ def score_ray(inputs: pd.DataFrame, models: list[str], n_samples: int, seed: int
     finally:
         if started:
             ray.shutdown()
-    frame = pd.concat(parts, ignore_index=True).sort_values(ORDER) if parts else pd.DataFrame(columns=[*COLUMNS])
-    return finish(frame.drop(columns=[ORDER], errors="ignore"))
+    frame = (pd.concat(parts, ignore_index=True).sort_values(ORDER) if parts
+             else pd.DataFrame(columns=[*columns_for(classes)]))
+    return finish(frame.drop(columns=[ORDER], errors="ignore"), classes)
 
 
 def write_ray_parquet(inputs: pd.DataFrame, models: Any, folder: str | os.PathLike, *, n_samples: int = 32,
@@ -139,17 +161,20 @@ def write_ray_parquet(inputs: pd.DataFrame, models: Any, folder: str | os.PathLi
     """Score on Ray and let the workers write the rows as partitioned Parquet under `folder` (one file
     per block, zstd), for a cluster whose nodes share that path; read it back with
     `pandas.read_parquet(folder)`. Row order across files is not kept: sort by model, corpus and id."""
-    models = [model_name(m) for m in check_models(models)]
+    models = check_models(models)
     n_samples, seed = check_options(n_samples, seed, "ray", num_workers)
+    models = load_models(models)
+    classes = common_classes(models)
+    inputs = with_labels(inputs, classes, ", ".join(model_name(m) for m in models))
     ray = ray_module()
-    shipped_only(models)
+    worker_models(models)
     folder = Path(folder).resolve()          # the workers' own working folders differ from ours
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         # Ray would add its files beside the old ones, and reading the folder would mix two runs.
         raise ScoreInputError(f"--out {folder} already exists and is not an empty folder: remove it or name another")
     started = start_ray(address, num_workers)
     try:
-        dataset = _ray_dataset(inputs, models, n_samples, seed, num_workers).drop_columns([ORDER])
+        dataset = _ray_dataset(inputs, models, classes, n_samples, seed, num_workers).drop_columns([ORDER])
         dataset.write_parquet(str(folder), compression=COMPRESSION)
     finally:
         if started:

@@ -30,6 +30,7 @@ from typing import Any
 import pandas as pd
 
 from bam_viz.core.inputs import check_text
+from bam_viz.core.task import CLASSES
 from bam_viz.data import AMBIGUOUS, CORPORA, CorpusError, load_corpus
 from bam_viz.evaluation.score.ray_engine import score_ray
 from bam_viz.evaluation.score.rows import (  # noqa: F401  (also read as score.*)
@@ -38,16 +39,25 @@ from bam_viz.evaluation.score.rows import (  # noqa: F401  (also read as score.*
     DTYPES,
     ENGINES,
     INPUT_COLUMNS,
+    PREDICTED_SOFTMAX,
     SCORING_THREADS,
     VADER,
     Scorer,
     check_models,
     check_options,
+    class_column,
+    classes_of,
+    columns_for,
+    common_classes,
+    dtypes_for,
     finish,
+    load_models,
+    model_classes,
     model_name,
     one_thread,
     sentence_seed,
     text_id,
+    with_labels,
 )
 from bam_viz.evaluation.score.tables import (  # noqa: F401  (also read as score.*)
     FORMATS,
@@ -60,7 +70,9 @@ from bam_viz.evaluation.score.tables import (  # noqa: F401  (also read as score
     ScoreInputError,
     _listed,
     find_columns,
+    parse_class_labels,
     parse_labels,
+    read_labels,
     read_table,
 )
 
@@ -72,7 +84,8 @@ SHIPPED = Path(__file__).resolve().parents[3] / "scores" / "test.parquet"
 def frame_inputs(frame: pd.DataFrame, text_column: str, label_column: str | None = None,
                  id_column: str | None = None) -> pd.DataFrame:
     """INPUT_COLUMNS of a user's table: its texts (every row must have one), ids (a missing one is
-    `text_id` of the text) and labels (`parse_labels`); no corpus, split or human columns."""
+    `text_id` of the text) and labels as written (`score_inputs` reads them as the models' classes,
+    `with_labels`); no corpus, split or human columns."""
     for column, role in ((text_column, "text"), (label_column, "label"), (id_column, "id")):
         if column is not None and column not in frame.columns:
             raise ScoreInputError(f"no column {column!r} for the {role}; the columns are {_listed(frame.columns)}")
@@ -97,9 +110,9 @@ def frame_inputs(frame: pd.DataFrame, text_column: str, label_column: str | None
             if not (value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
                     or not str(value).strip()):
                 ids[i] = str(value).strip()
-    labels = parse_labels(frame[label_column]) if label_column is not None else [None] * len(texts)
-    return pd.DataFrame({"id": ids, "text": texts, "label": labels, "corpus": None, "split": None,
-                         "human_mean": math.nan, "raters_std": math.nan, "share_positive": math.nan},
+    labels = list(frame[label_column]) if label_column is not None else [None] * len(texts)
+    return pd.DataFrame({"id": ids, "text": texts, "label": pd.Series(labels, dtype=object), "corpus": None,
+                         "split": None, "human_mean": math.nan, "raters_std": math.nan, "share_positive": math.nan},
                         columns=list(INPUT_COLUMNS))
 
 
@@ -107,12 +120,16 @@ def score_inputs(inputs: pd.DataFrame, models: Any, *, n_samples: int = 32, seed
                  progress: Callable | None = None, engine: str = "local", num_workers: int = 1,
                  address: str | None = None) -> pd.DataFrame:
     """The rows of `inputs` (INPUT_COLUMNS, as `frame_inputs` and `corpus_inputs` make them) scored by
-    every model: what score_frame and score_corpora share; the arguments are theirs."""
+    every model: what score_frame and score_corpora share; the arguments are theirs. The models are
+    loaded first: they must predict one set of classes (`common_classes`), as which the labels are
+    read (`with_labels`) before any sentence is scored."""
     models = check_models(models)
     n_samples, seed = check_options(n_samples, seed, engine, num_workers)
+    models = load_models(models)
+    classes = common_classes(models)
+    inputs = with_labels(inputs, classes, ", ".join(model_name(m) for m in models))
     if engine == "ray":
-        return score_ray(inputs, [model_name(m) for m in models], n_samples, seed, progress, int(num_workers),
-                         address)
+        return score_ray(inputs, models, n_samples, seed, progress, int(num_workers), address)
     records = inputs.to_dict("records")
     total, done, rows = len(records) * len(models), 0, []
     tokenizer = None
@@ -125,19 +142,23 @@ def score_inputs(inputs: pd.DataFrame, models: Any, *, n_samples: int = 32, seed
                 done += 1
                 if progress is not None:
                     progress(done, total)
-    return finish(rows)
+    return finish(rows, classes)
 
 
 def score_frame(frame: pd.DataFrame, models: Any, *, text_column: str, label_column: str | None = None,
                 id_column: str | None = None, n_samples: int = 32, seed: int = 0, progress: Callable | None = None,
                 engine: str = "local", num_workers: int = 1, address: str | None = None) -> pd.DataFrame:
-    """One row of COLUMNS per (row of `frame`, model), model-major, then in the frame's order.
+    """One row of `columns_for(classes)` per (row of `frame`, model), model-major, then in the frame's
+    order: COLUMNS for the sentiment zoo and VADER, a `p_<class>` column per class for other models.
 
-    models: names (zoo models or "vader") or loaded BamClassifier objects; the Ray engine loads each
-        by its name on every worker (`zoo.load`), so it takes only the shipped models.
+    models: names (`zoo.available_models()` or "vader") or loaded BamClassifier objects, all of one
+        set of classes; the Ray engine reloads each on every worker from its folder (`model.origin`),
+        so it takes models loaded by `zoo.load`, not ones built in code.
     id_column: a row with no id there, or without an id column, gets `text_id(text)`; the id seeds the
         sentence's samples (`sentence_seed(seed, id)`), so rows that share an id share their noise.
-    label_column: read by `parse_labels`; `correct` compares it with `predicted` for clear labels.
+    label_column: read as the models' classes (`tables.read_labels`: the sentiment zoo's by
+        `parse_labels`, others' by their class names); `correct` compares it with `predicted` where
+        the label is a class (not for "ambiguous").
     progress(done, total) is called as rows are scored. engine "local" or "ray"; num_workers and
     address (a Ray cluster's address; default $RAY_ADDRESS, else a local cluster) are Ray's.
     """
@@ -203,7 +224,7 @@ def shipped_scores(data: str | os.PathLike | None = None) -> pd.DataFrame:
     if not SHIPPED.is_file():
         raise FileNotFoundError(f"the shipped scores {SHIPPED} are missing: `make scores` writes them "
                                 "(python -m bam_viz score --model all --corpus all --split test ...)")
-    return with_corpus_text(finish(pd.read_parquet(SHIPPED)), data)
+    return with_corpus_text(finish(pd.read_parquet(SHIPPED), CLASSES), data)
 
 
 # ---- writing -----------------------------------------------------------------------------------
@@ -251,7 +272,8 @@ def card(frame: pd.DataFrame, out: str | os.PathLike, command: str, *, split: st
         "file": out.name, "command": command, "models": list(frame["model"].unique()),
         "n_samples": n_samples, "seed": seed, "seeding": "each sentence's samples from a generator seeded "
         "with sentence_seed(seed, id) = first 63 bits of sha256(f'{seed}:{id}')", "engine": engine,
-        "num_workers": num_workers, "columns": list(COLUMNS), "rows": len(frame),
+        "num_workers": num_workers, "classes": list(classes_of(frame)), "columns": list(frame.columns),
+        "rows": len(frame),
         "rows_per_model": {str(k): int(v) for k, v in frame.groupby("model", sort=False).size().items()},
     }
     if corpora:

@@ -1,6 +1,8 @@
 """Reading the tables people score: CSV, TSV, JSON Lines or Parquet, the text, label and id columns
-found by name or contents, and labels parsed into the task's classes. `bam_viz.evaluation.score.scorer` scores what
-these read; `ScoreInputError` is the one error a bad file gives, with a message for a person.
+found by name or contents, and labels read as the models' classes (`read_labels`): the sentiment
+zoo's in every usual spelling (`parse_labels`), any other model's by its class names.
+`bam_viz.evaluation.score.scorer` scores what these read; `ScoreInputError` is the one error a bad
+file gives, with a message for a person.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bam_viz.core.task import CLASSES
 from bam_viz.data import AMBIGUOUS, label_of
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".txt": "delimited", ".jsonl": "jsonl",
@@ -265,4 +268,73 @@ def parse_labels(values: Iterable[Any]) -> list[str | None]:
     graded = not seen <= {-1.0, 0.0, 1.0} or {-1.0, 0.0} <= seen
     for i, x in numeric.items():
         out[i] = label_of(x) if graded else "positive" if x == 1.0 else "negative"
+    return out
+
+
+def read_labels(values: Iterable[Any], classes: tuple[str, ...], whose: str = "the model") -> list[str | None]:
+    """`values` as labels of a model that predicts `classes` (`whose` names it in a message): the
+    sentiment pair's by `parse_labels`; any other set's by `parse_class_labels`."""
+    if tuple(classes) == CLASSES:
+        return parse_labels(values)
+    return parse_class_labels(values, classes, whose)
+
+
+def _is_missing(v: Any) -> bool:
+    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+
+
+def _whole(x: float) -> str | None:
+    """A whole number written as a class name would be (3.0 -> "3"), else None."""
+    return str(int(x)) if math.isfinite(x) and float(x).is_integer() else None
+
+
+def parse_class_labels(values: Iterable[Any], classes: tuple[str, ...], whose: str = "the model") -> list[str | None]:
+    """Each of `values` as one of `classes`, or None (a missing value).
+
+    A value is a class name as written (spaces around it aside), else in another case where only one
+    class folds to it; a whole number, or one written as text ("3.0"), is the class of its digits
+    ("3"), so that classes "0".."K-1" take indices. A class named like a missing value ("none", "na")
+    is that class; any other value, a bool included, raises `ScoreInputError` naming the first few
+    and the classes.
+    """
+    classes = tuple(classes)
+    names = set(classes)
+    folded: dict[str, list[str]] = {}
+    for c in classes:
+        folded.setdefault(c.strip().casefold(), []).append(c)
+    out: list[str | None] = []
+    unknown: list[str] = []
+    for v in values:
+        if _is_missing(v):
+            out.append(None)
+            continue
+        found = None
+        if isinstance(v, (bool, np.bool_)):
+            pass
+        elif isinstance(v, numbers.Real):
+            found = _whole(float(v))
+        else:
+            word = str(v).strip()
+            if word in names:
+                found = word
+            elif len(folded.get(word.casefold(), ())) == 1:
+                found = folded[word.casefold()][0]
+            elif word.lower() in _MISSING:
+                out.append(None)
+                continue
+            else:
+                try:
+                    found = _whole(float(word))
+                except ValueError:
+                    pass
+        if found not in names:
+            unknown.append(str(v))
+            found = None
+        out.append(found)
+    if unknown:
+        first = list(dict.fromkeys(unknown))
+        shown = ", ".join(repr(u[:40]) for u in first[:4]) + (f" and {len(first) - 4} more" if len(first) > 4 else "")
+        listed = ", ".join(repr(c) for c in classes[:12]) + (f" and {len(classes) - 12} more" if len(classes) > 12
+                                                              else "")
+        raise ScoreInputError(f"labels not understood: {shown}; the labels of {whose} are its classes: {listed}")
     return out
