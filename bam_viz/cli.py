@@ -86,8 +86,14 @@ def add_train_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 def add_evaluate_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Options of `python -m bam_viz evaluate`."""
     p.add_argument("--model", required=True, help='"vader" for the rule-based baseline, else a bam_viz model')
-    p.add_argument("--corpus", choices=[*sorted(CORPORA), "all"], default=IN_DOMAIN,
-                   help='"all" runs the four corpora in one process, sharing the reference sentences')
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--corpus", choices=[*sorted(CORPORA), "all"], default=IN_DOMAIN,
+                        help='"all" runs the four corpora in one process, sharing the reference sentences')
+    source.add_argument("--input", default=None, metavar="FILE",
+                        help="instead: sentences labelled with the model's classes (.csv, .tsv, .txt, .jsonl, "
+                             ".parquet), for a model of any classes; unlabelled rows are left out")
+    p.add_argument("--text-column", default=None, help="with --input: default found by its name or contents")
+    p.add_argument("--label-column", default=None, help="with --input: default a column named label, y, class, ...")
     p.add_argument("--split", choices=[*SPLITS, "all"], default="test")
     p.add_argument("--samples", type=int, default=32, help="attention samples per sentence (S)")
     p.add_argument("--seed", type=int, default=0)
@@ -118,11 +124,15 @@ def add_bench_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--model", default="bam-wc")
     p.add_argument("--samples", type=int, default=32)
     p.add_argument("--repeats", type=int, default=30)
-    p.add_argument("--tokens", type=int, default=24, help="sentence length in word pieces, [CLS]/[SEP] included")
+    p.add_argument("--tokens", type=int, default=None,
+                   help="sentence length in word pieces, [CLS]/[SEP] included (default 24; --training 32)")
     p.add_argument("--json", default=None, help="also write the figures to this file")
     p.add_argument("--scoring", action="store_true",
                    help="instead: corpus scoring throughput (sentences/s) of the local engine and of Ray "
                         "with 1 and 2 workers, and Ray's start-up time")
+    p.add_argument("--training", action="store_true",
+                   help="instead: training sentences/s at 32 tokens, and the wall time of train on a --rows-row CSV")
+    p.add_argument("--rows", type=int, default=2000, help="--training: rows of the CSV trained on")
     p.add_argument("--theory", action="store_true",
                    help="instead: the Theory lab's server time per slider move, each panel (--repeats moves)")
     p.add_argument("--sentences", type=int, default=200, help="--scoring: movies test sentences scored per run")
@@ -154,7 +164,8 @@ def _one_line_errors(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 def add_score_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Options of `python -m bam_viz score`."""
     p.add_argument("--model", action="append", required=True, metavar="NAME",
-                   help='a shipped model or "vader" (repeatable); "all" for every shipped model and vader')
+                   help='a model (shipped, or a folder of $BAM_VIZ_MODELS) or "vader" (repeatable), all of one '
+                        'set of classes; "all" for every shipped model and vader')
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--input", metavar="FILE", help="sentences to score: .csv, .tsv, .txt, .jsonl, .parquet")
     source.add_argument("--corpus", metavar="NAME", help=f"a rated corpus ({', '.join(CORPORA)}) or all")
@@ -168,7 +179,9 @@ def add_score_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="leave the text column empty (a file to ship: the corpora are never copied; "
                         "score.with_corpus_text puts their text back from the data folder)")
     p.add_argument("--text-column", default=None, help="default: found by its name or its contents")
-    p.add_argument("--label-column", default=None, help="default: a column named label, sentiment, y, ...")
+    p.add_argument("--label-column", default=None,
+                   help="default: a column named label, sentiment, y, ...; read as the models' class names "
+                        "(the sentiment models also take pos/neg, 1/0 or a rating)")
     p.add_argument("--id-column", default=None, help="default: a column named id; else the text's sha256")
     p.add_argument("--engine", choices=["local", "ray"], default="local")
     p.add_argument("--num-workers", type=int, default=1, help="Ray actors, one CPU each")
@@ -252,10 +265,30 @@ def check_corpora(corpora: list[str], data: str | Path | None, lenient: bool) ->
 
 
 def run_evaluate(args: argparse.Namespace) -> list[dict]:
-    """Run `evaluate` from parsed CLI options, print the summaries, and optionally write JSON."""
+    """Run `evaluate` from parsed CLI options, print the summaries, and optionally write JSON: on the
+    rated corpora, or (--input) on a file labelled with the model's classes."""
     parse_assignments(getattr(args, "hyper", []))  # a malformed option fails before anything is read
     lenient, references = getattr(args, "lenient", False), getattr(args, "references", True)
     temperature, fitted_on = getattr(args, "temperature", None), None
+    if getattr(args, "input", None):
+        from bam_viz.evaluation.evaluate import evaluate_file
+
+        if temperature == "dev" or getattr(args, "update_card", False):
+            raise SystemExit("--temperature dev and --update-card are for the rated corpora, not --input")
+        predictor = _predictor(args)
+        if temperature is not None:
+            try:
+                predictor = TemperedPredictor(predictor, float(temperature))
+            except ValueError as err:
+                raise SystemExit(f"--temperature takes a positive number, got {temperature!r} ({err})") from None
+        results = evaluate_file(predictor, args.input, text_column=args.text_column, label_column=args.label_column,
+                                n_samples=args.samples, seed=args.seed, batch_size=getattr(args, "batch_size", 64))
+        print(summary(results))
+        if args.json:
+            out = Path(args.json.replace("{corpus}", Path(args.input).stem))
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(_jsonable(results), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+        return [results]
     corpora = [IN_DOMAIN, *sorted(c for c in CORPORA if c != IN_DOMAIN)] if args.corpus == "all" else [args.corpus]
     if args.json and len(corpora) > 1 and "{corpus}" not in args.json:
         raise SystemExit("--corpus all needs {corpus} in the --json file name")
@@ -310,9 +343,10 @@ def run_score(args: argparse.Namespace) -> Path:
 
     from bam_viz.evaluation.score import scorer as score
     from bam_viz.evaluation.score.ray_engine import write_ray_parquet
-    from bam_viz.zoo import available_models
+    from bam_viz.zoo import RECIPES, available_models
 
-    models = [m for name in args.model for m in ([*available_models(), score.VADER] if name == "all" else [name])]
+    shipped = [m for m in available_models() if m in RECIPES]
+    models = [m for name in args.model for m in ([*shipped, score.VADER] if name == "all" else [name])]
     # Every option is checked before the input is read and the progress bar starts.
     score.check_models(models)
     score.check_options(args.samples, args.seed, args.engine, args.num_workers)
@@ -420,9 +454,18 @@ def _run(argv: list[str] | None) -> int:
 
         print(run_report(args))
     elif args.command == "bench":
-        from bam_viz.bench.library import run_bench
+        if args.training:
+            from bam_viz.bench.training import run_training_bench
 
-        print(json.dumps(run_bench(args), indent=2))
+            args.tokens = args.tokens or 32
+            result = run_training_bench(args)
+            if args.json:
+                Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+        else:
+            from bam_viz.bench.library import run_bench
+
+            result = run_bench(args)
+        print(json.dumps(result, indent=2))
     elif args.command == "score":
         run_score(args)
     elif args.command == "table":

@@ -38,6 +38,7 @@ DEFAULTS = dict(batch_size=32, lr=1e-3, weight_decay=0.01, warmup=0.06, kl_weigh
 # Epochs when --epochs is not given: the zoo's recipe on its 8,000 sentences, and a user's data
 # (early stopping on dev NLL decides when to stop before that).
 PRESET_EPOCHS, DATA_EPOCHS = 2, 8
+DEFAULT_PRESET = "bam-wc"      # the recipe when neither --preset nor --family is given
 
 
 class TrainingError(RuntimeError):
@@ -185,8 +186,9 @@ def build_config(args, classes: tuple[str, ...], n_layers: int, name: str) -> Mo
             config = replace(config, description=f"{config.description} Trained on the user's data.")
     elif args.family:
         config = family_config(name, args.family, n_layers, args.attention)
-    else:
-        raise TrainingError("choose a model: --preset NAME (a zoo recipe) or --family NAME")
+    else:                                    # the default recipe: BAM-WC (Fan et al. 2020)
+        config = replace(recipe(DEFAULT_PRESET, args.attention),
+                         description=f"{RECIPES[DEFAULT_PRESET].description} Trained on the user's data.")
     if n_layers != BertConfig().n_layers:        # the presets' layers are MiniLM's
         config = fit_layers(config, n_layers)
     backbone = str(Path(args.backbone).resolve()) if args.backbone else None
@@ -209,7 +211,7 @@ def train(args) -> Path:
 
     out = Path(args.out) if args.out else None
     if out is None:
-        if args.data or not args.preset:
+        if args.data_is_user or not args.preset:
             raise TrainingError("--out names the model folder to write (e.g. --out models/intents)")
         from bam_viz.zoo import PRETRAINED
 

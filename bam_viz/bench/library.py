@@ -158,6 +158,7 @@ def run_bench(args) -> dict:
     from bam_viz.nn.attention import Mode
 
     model = zoo.load(args.model)
+    args.tokens = args.tokens or 24
     S = args.samples
     text = sentence_of_length(model, args.tokens)
     tokens = model.tokenize(text)
