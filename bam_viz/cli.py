@@ -1,4 +1,4 @@
-"""`python -m bam_viz {train, evaluate, report, bench, examples, score}`: the options of every subcommand, and dispatch.
+"""`python -m bam_viz {train, evaluate, report, bench, examples, score, table}`: each subcommand's options, dispatch.
 
 Each subcommand's run function takes the parsed options: `train.train`, `run_evaluate` (here),
 `report.run_report` and `bench.library.run_bench`; `examples` calls `examples.build` and `examples.write`;
@@ -30,7 +30,7 @@ from bam_viz.evaluation.predictors import (
     VaderPredictor,
 )
 
-DESCRIPTION = "python -m bam_viz {train, evaluate, report, bench, examples, score}"
+DESCRIPTION = "python -m bam_viz {train, evaluate, report, bench, examples, score, table}"
 
 
 def parse_assignments(items: list[str]) -> dict[str, float]:
@@ -400,8 +400,8 @@ def run_score(args: argparse.Namespace) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run a subcommand; a missing or broken corpus file, model or folder is one line on stderr and
-    exit status 2, never a traceback."""
+    """Run a subcommand; a missing or broken corpus file, model, folder or option value (the library's
+    checks raise ValueError) is one line on stderr and exit status 2, never a traceback."""
     from bam_viz.data import CorpusError
     from bam_viz.dataset import DataError
     from bam_viz.evaluation.score.scorer import ScoreInputError
@@ -412,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _run(argv)
     except (CorpusError, CheckpointError, FileNotFoundError, ScoreInputError, DataError, BackboneError,
-            TrainingError) as err:
+            TrainingError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -469,20 +469,11 @@ def _run(argv: list[str] | None) -> int:
     elif args.command == "score":
         run_score(args)
     elif args.command == "table":
-        from bam_viz.data import labelled_table
+        from bam_viz.data import labelled_table, write_table
 
         frame = labelled_table(args.corpus, args.split, args.labels, args.data)
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        writers = {".csv": lambda: frame.to_csv(out, index=False),
-                   ".tsv": lambda: frame.to_csv(out, sep="\t", index=False),
-                   ".jsonl": lambda: frame.to_json(out, orient="records", lines=True, force_ascii=False),
-                   ".parquet": lambda: frame.to_parquet(out, index=False)}
-        if out.suffix.lower() not in writers:
-            raise FileNotFoundError(f"--out {out}: write a {', '.join(writers)} file")
-        writers[out.suffix.lower()]()
-        counts = frame["label"].value_counts().to_dict()
-        print(f"wrote {out} ({len(frame):,} rows: {', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})")
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(frame["label"].value_counts().items()))
+        print(f"wrote {write_table(frame, Path(args.out))} ({len(frame):,} rows: {counts})")
     elif args.command == "examples":
         from bam_viz import zoo
         from bam_viz.evaluation import examples

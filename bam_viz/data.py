@@ -146,6 +146,19 @@ def labelled_table(corpus: str, split: str, scheme: str = "three-way", data: str
                          "raters_std": [s.std for s in snippets], "split": [s.split for s in snippets]})
 
 
+def write_table(frame, out: Path) -> Path:
+    """`frame` as a .csv, .tsv, .jsonl or .parquet file (by the suffix of `out`)."""
+    out = Path(out)
+    writers = {".csv": lambda: frame.to_csv(out, index=False), ".tsv": lambda: frame.to_csv(out, sep="\t", index=False),
+               ".jsonl": lambda: frame.to_json(out, orient="records", lines=True, force_ascii=False),
+               ".parquet": lambda: frame.to_parquet(out, index=False)}
+    if out.suffix.lower() not in writers:
+        raise FileNotFoundError(f"{out}: write a {', '.join(writers)} file")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    writers[out.suffix.lower()]()
+    return out
+
+
 # The split rule in words, as model cards record it; `split_of` implements it.
 SPLIT_RULE = "sha256(f'{corpus}:{id}') % 10: 0 test, 1 dev, else train"
 

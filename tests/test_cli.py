@@ -27,10 +27,13 @@ def _cli(*argv: str) -> argparse.Namespace:
 
 def test_every_subcommand_parses_with_its_defaults() -> None:
     parser = cli.build_parser()
-    train = parser.parse_args(["train", "--model", "bam-wc", "--attention", "shape_k=3", "--kl-weight", "0.1"])
-    assert (train.command, train.model, train.attention, train.kl_weight, train.epochs) == (
-        "train", "bam-wc", ["shape_k=3"], 0.1, 2)
-    assert (train.targets, train.limit, train.threads) == ("hard", None, None)
+    train = parser.parse_args(["train", "--preset", "bam-wc", "--attention", "shape_k=3", "--kl-weight", "0.1"])
+    assert (train.command, train.preset, train.attention, train.kl_weight, train.epochs) == (
+        "train", "bam-wc", ["shape_k=3"], 0.1, None)          # None: the preset's 2, or 8 on a file
+    assert (train.targets, train.limit, train.threads, train.patience, train.family) == ("hard", None, None, 2, None)
+    assert parser.parse_args(["train", "--model", "softmax"]).preset == "softmax"   # the old spelling
+    with pytest.raises(SystemExit):
+        parser.parse_args(["train", "--preset", "bam-wc", "--family", "weibull"])   # one or the other
     evaluate = parser.parse_args(["evaluate", "--model", "vader"])
     assert (evaluate.corpus, evaluate.split, evaluate.samples, evaluate.seed, evaluate.batch_size) == (
         "movies", "test", 32, 0, 64)
@@ -39,7 +42,8 @@ def test_every_subcommand_parses_with_its_defaults() -> None:
     report = parser.parse_args(["report"])
     assert (report.results, report.baseline, report.n_boot, report.seeds) == ("results", "softmax", 2000, None)
     bench = parser.parse_args(["bench", "--samples", "8"])
-    assert (bench.model, bench.samples, bench.repeats, bench.tokens, bench.json) == ("bam-wc", 8, 30, 24, None)
+    assert (bench.model, bench.samples, bench.repeats, bench.tokens, bench.json) == ("bam-wc", 8, 30, None, None)
+    assert (bench.training, bench.rows) == (False, 2000)
     with pytest.raises(SystemExit):
         parser.parse_args(["train", "--model", "mc-dropout"])        # reuses softmax's weights: not trained
     with pytest.raises(SystemExit):
