@@ -7,6 +7,8 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PORT   ?= 8501
 ADDRESS ?= localhost
+# Model folders the app shows beside the zoo: `make run MODELS=models/intents,runs/topics` ($BAM_VIZ_MODELS).
+MODELS ?=
 
 .PHONY: run test install install-test chromium nodejs lint bench clean
 
@@ -41,7 +43,7 @@ nodejs:
 	  { $$SUDO apt-get update -q >/dev/null && $$SUDO apt-get install -y -q nodejs >/dev/null; }; }
 
 run: install
-	$(VENV)/bin/streamlit run app.py --server.headless true --browser.gatherUsageStats false --server.port $(PORT) \
+	BAM_VIZ_MODELS="$(or $(MODELS),$(BAM_VIZ_MODELS))" $(VENV)/bin/streamlit run app.py --server.headless true --browser.gatherUsageStats false --server.port $(PORT) \
 	  --server.address $(ADDRESS)
 
 test: install-test chromium nodejs
@@ -56,11 +58,24 @@ clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
 
 # Reproduce the shipped models and the README's tables (CPU: about 45 min of training, 40 of evaluation).
-MODELS := bam-wc softmax bam-lc dirichlet categorical
+# Each zoo model is a preset of the train command on the movie reviews (mc-dropout reuses softmax's weights).
+ZOO := bam-wc softmax bam-lc dirichlet categorical
 EVAL_MODELS := vader softmax mc-dropout bam-wc bam-lc dirichlet categorical
-.PHONY: models evaluate controls report
+.PHONY: models evaluate controls report models3
 models: install
-	for m in $(MODELS); do $(PY) -m bam_viz train --model $$m || exit 1; done
+	for m in $(ZOO); do $(PY) -m bam_viz --threads 2 train --preset $$m --out pretrained/$$m --overwrite || exit 1; done
+# The three-class movie models (negative / neutral / positive from the raters' mean, bam_viz.data.THREE_WAY):
+# the corpus's own splits written as files, then the train command on them, BAM-WC and its softmax twin, and
+# their test metrics with paired bootstrap intervals (docs/results.md; about 25 min on 2 cores).
+THREE := runs/movies3
+models3: install
+	for s in train dev test; do $(PY) -m bam_viz table --split $$s --labels three-way --out $(THREE)/$$s.csv || exit 1; done
+	for m in bam-wc softmax; do $(PY) -m bam_viz --threads 2 train --data $(THREE)/train.csv --dev-data $(THREE)/dev.csv \
+	  --classes negative,neutral,positive --preset $$m --epochs 2 --out pretrained/movies3-$$m --overwrite || exit 1; \
+	  $(PY) -m bam_viz evaluate --model movies3-$$m --input $(THREE)/test.csv --samples 32 \
+	    --json $(THREE)/movies3-$$m-test.json || exit 1; done
+	$(PY) -m bam_viz.evaluation.paired $(THREE)/movies3-bam-wc-test.json $(THREE)/movies3-softmax-test.json \
+	  --table $(THREE)/test.csv --json $(THREE)/paired.json
 evaluate: install-test
 	for m in $(EVAL_MODELS); do \
 	  $(PY) -m bam_viz evaluate --model $$m --corpus all --split test --samples 32 \

@@ -1,4 +1,5 @@
-"""A synthetic `ExplainResult` with the shapes and constraints of a real one, for chart tests.
+"""A synthetic `ExplainResult` with the shapes and constraints of a real one, for chart tests, and a
+real model with a random K-class head (`k_class_model`).
 
 Weights are drawn from the same distributions the families use (torch.distributions), rows sum
 to 1, and the parameter dictionaries carry the keys documented in `bam_viz.inference.result`. As in the shipped
@@ -51,10 +52,11 @@ def _normalise(x: torch.Tensor) -> torch.Tensor:
 def make_fake_result(
     family: str = "weibull", T: int = 7, S: int = 8, L: int = 6, H: int = 12, seed: int = 0,
     tokens: list[str] | None = None, stochastic_layers: list[int] | None = None,
-    hyper: dict[str, float] | None = None,
+    hyper: dict[str, float] | None = None, n_classes: int = 2, target: int | str | None = None,
 ) -> ExplainResult:
     """`hyper` overrides the family's `HYPER` (shape_k, beta; sigma, prior_sigma; concentration,
-    prior_concentration): the sliders' extremes, say."""
+    prior_concentration): the sliders' extremes, say. `n_classes` > 2: classes "c0", "c1", ..., each
+    sample's logits a random vector and f(E[w]) the softmax of their mean (slopes by its Jacobian)."""
     g = torch.Generator().manual_seed(seed)
     tokens = tokens if tokens is not None else fake_tokens(T)
     assert len(tokens) == T
@@ -141,9 +143,23 @@ def make_fake_result(
         return torch.stack([1 - p, p], -1)
 
     softmax_probs = torch.tensor([1 - 0.7, 0.7]) if stochastic_layers else sample_probs[0]
+    classes = ["negative", "positive"]
+    if n_classes > 2:
+        classes = [f"c{c}" for c in range(n_classes)]
+        logits = 1.5 * torch.randn(n_classes, generator=g) + 0.8 * torch.randn(S, n_classes, generator=g)  # (S, C)
+        if not stochastic_layers:
+            logits = logits[:1].expand(S, n_classes)
+        sample_probs = logits.softmax(-1)
+        softmax_probs = (logits.mean(0) + 0.3).softmax(-1) if stochastic_layers else sample_probs[0]
     slopes = None
     if not stochastic_layers or family == "mc-dropout":                # no attention weight is drawn
         mean_attention_probs = softmax_probs
+    elif n_classes > 2:
+        mean_attention_probs = logits.mean(0).softmax(-1)
+        if S >= 2:
+            p = mean_attention_probs.double()
+            jacobian = torch.diag(p) - p[:, None] * p[None]             # (C, C) d softmax / d logits
+            slopes = (logits - logits.mean(0)).double() @ jacobian      # (S, C)
     else:
         mean_attention_probs = probs(logits.mean())
         if S >= 2:
@@ -151,7 +167,7 @@ def make_fake_result(
             up = p * (1 - p) * (logits - logits.mean()).double()        # (S,) d f_positive
             slopes = torch.stack([-up, up], -1)                         # (S, 2)
     return ExplainResult(
-        text=" ".join(tokens[1:-1]), tokens=tokens, classes=["negative", "positive"],
+        text=" ".join(tokens[1:-1]), tokens=tokens, classes=classes, target=target,
         model_name=f"fake-{family}", family=name, stochastic_layers=stochastic_layers,
         hyper=hyper, n_samples=S, seed=seed, truncated=False,
         sample_weights=sample_weights, softmax_weights=softmax_weights, prior_weights=prior_weights,
@@ -159,3 +175,21 @@ def make_fake_result(
         mc_probs=sample_probs.mean(0), softmax_probs=softmax_probs, mean_attention_probs=mean_attention_probs,
         mean_attention_slopes=slopes, posterior_params=posterior_params, prior_params=prior_params,
     )
+
+
+def k_class_model(n_classes: int, seed: int = 0, spread: float = 0.4):
+    """A real bam-wc-like model (Weibull attention, contextual Gamma prior, the real MiniLM) with a
+    random K-class head: classes "c0", "c1", ... Its head is drawn from a generator seeded with
+    `seed`, `spread` times a standard normal, so that its predictions are far enough from uniform
+    for the predicted class to be clear. Building one takes seconds: share it in a module fixture."""
+    from bam_viz.model import BamClassifier, ModelConfig
+    from bam_viz.nn.attention import AttentionConfig
+
+    config = ModelConfig(f"t{n_classes}", AttentionConfig("weibull", "contextual", hyper={"shape_k": 3.0, "beta": 1.0}),
+                         classes=tuple(f"c{i}" for i in range(n_classes)))
+    model = BamClassifier(config).eval()
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        model.head.weight.copy_(spread * torch.randn(model.head.weight.shape, generator=g))
+        model.head.bias.copy_(spread * torch.randn(model.head.bias.shape, generator=g))
+    return model

@@ -562,3 +562,70 @@ def test_a_long_sentence_draws_fewer_samples_and_says_so():
     header, _ = payload(at)
     assert header["n_samples"] == 28
     assert at.slider(key="n_samples").value == 64          # the user's choice stays, for a shorter sentence
+
+
+# ---- the class shown: K classes, and the binary zoo's predicted class ------------------------------
+@pytest.fixture()
+def three_classes(monkeypatch):
+    """A three-class model (a random head on the real MiniLM, classes c0, c1, c2) among the models
+    the page offers, as "t3": injected as test_model_load_error_is_reported injects its model."""
+    from fake_result import k_class_model
+
+    model = k_class_model(3)
+    real_load = bam_viz.load
+    monkeypatch.setattr(bam_viz, "available_models", lambda: [*MODELS, model.name])
+    monkeypatch.setattr(bam_viz, "load", lambda name, device=None: model if name == model.name
+                        else real_load(name, device=device))
+    state.get_model.clear()
+    yield model
+    state.get_model.clear()
+
+
+def test_a_k_class_model_has_a_class_selector_that_changes_the_class_shown(three_classes):
+    text = "A quietly moving film."
+    at = ok(new_app(model="t3", text=text).run())
+    header, arrays = payload(at)
+    predicted = header["predicted"]
+    box = at.selectbox(key="target")
+    assert box.options == [f"predicted (c{predicted})", "c0", "c1", "c2"] and box.value == state.PREDICTED
+    assert header["classes"] == ["c0", "c1", "c2"] and header["target"] == predicted
+    assert header["labels"]["p"] == f"P(c{predicted})" and header["entropy_bound"] == pytest.approx(math.log(3))
+    assert "target" not in at.query_params
+    other = (predicted + 1) % 3
+    box.set_value(other)
+    ok(at.run())
+    header, arrays = payload(at)
+    i = header["slider"]["current"]
+    assert header["target"] == other and header["predicted"] == predicted and header["labels"]["p"] == f"P(c{other})"
+    stats = shown_stats(at)
+    assert stats["p_mc"] == pytest.approx(float(arrays["class_probs"][i, 0, other]), abs=1e-6)
+    r = three_classes.explain(text, n_samples=state.DEFAULT_N_SAMPLES, seed=0).for_target(other)
+    assert stats["gap"] == pytest.approx(r.gap, abs=1e-6) and stats["p_se"] == pytest.approx(r.se.p_target, rel=1e-4)
+    assert f"gives its own P(c{other})" in captions_of(at) and f"the model's answer is c{predicted}" in captions_of(at)
+    assert at.query_params["target"] == f"c{other}"
+    # a link reopens it; a class the model does not have falls back to the predicted one
+    again = ok(new_app(model="t3", text=text, target=f"c{other}").run())
+    assert again.selectbox(key="target").value == other and payload(again)[0]["target"] == other
+    unknown = ok(new_app(model="t3", text=text, target="positive").run())
+    assert unknown.selectbox(key="target").value == state.PREDICTED and payload(unknown)[0]["target"] == predicted
+    # another model keeps the class of the same name, else shows its predicted class
+    again.selectbox(key="model").set_value("bam-wc")
+    ok(again.run())
+    assert again.selectbox(key="target").value == state.PREDICTED and "target" not in again.query_params
+
+
+def test_the_binary_zoo_shows_the_predicted_class_and_either_on_request(at):
+    at.selectbox(key="model").set_value("bam-wc")
+    at.text_area(key="text").set_value("A dull, tedious mess.")
+    ok(at.run())
+    assert at.selectbox(key="target").options == ["predicted (negative)", "negative", "positive"]
+    header, arrays = payload(at)
+    assert header["target"] == header["predicted"] == 0 and header["labels"]["p"] == "P(negative)"
+    assert shown_stats(at)["p_mc"] > 0.5 and "gives its own P(negative)" in captions_of(at)
+    at.selectbox(key="target").set_value(1)
+    ok(at.run())
+    header, _ = payload(at)
+    assert header["target"] == 1 and header["labels"]["p"] == "P(positive)" and shown_stats(at)["p_mc"] < 0.5
+    assert at.query_params["target"] == "positive"
+    at.selectbox(key="target").set_value(state.PREDICTED)
+    ok(at.run())

@@ -564,7 +564,17 @@ def test_signed_never_prints_minus_zero():
 def test_the_uncertainty_verdict_follows_the_numbers(total, epistemic, says):
     class R:
         expected_entropy, mutual_information = total - epistemic, epistemic
+        classes = ["negative", "positive"]
     assert says in captions.uncertainty_verdict(R())
+
+
+def test_sure_is_a_tenth_of_the_largest_entropy_over_the_models_classes():
+    class R:
+        expected_entropy, mutual_information = 0.3, 0.0       # a tenth of ln 50 is 0.39, of ln 2 0.069
+        classes = [f"c{c}" for c in range(50)]
+    assert "sure" in captions.uncertainty_verdict(R())
+    R.classes = ["negative", "positive"]
+    assert "sure" not in captions.uncertainty_verdict(R())
 
 
 def test_the_prediction_caption_ends_with_its_verdict():
@@ -838,13 +848,13 @@ def _with_samples(r, p_positive, at_mean=0.5):
 
 def test_with_se_gives_value_and_error_to_the_same_decimals():
     r = _with_samples(fake("weibull"), [0.2, 0.4, 0.9, 0.5], at_mean=0.6)      # SE 0.147
-    assert with_se(r, "p_positive", 0.5) == ("0.500", "± 0.147")
+    assert with_se(r, "p_target", 0.5) == ("0.500", "± 0.147")
     assert with_se(r, "gap", r.gap, sign=True) == (signed(r.gap, 3), "± 0.147")
     tiny = _with_samples(fake("weibull"), [0.5001, 0.5002, 0.5003, 0.5004])
-    assert with_se(tiny, "p_positive", 0.50025) == ("0.50025", "± 0.00006")   # never "± 0.000"
+    assert with_se(tiny, "p_target", 0.50025) == ("0.50025", "± 0.00006")   # never "± 0.000"
     one = _with_samples(fake("weibull"), [0.7])
-    assert with_se(one, "p_positive", 0.7)[1] == "needs ≥ 2 samples"
-    assert "at least 2 samples" in captions.se_help(one, "p_positive")
+    assert with_se(one, "p_target", 0.7)[1] == "needs ≥ 2 samples"
+    assert "at least 2 samples" in captions.se_help(one, "p_target")
     assert with_se(fake("softmax"), "gap", 0.0)[1] == "exact"
     assert "deterministic" in captions.se_help(fake("softmax"), "gap")
     assert "jackknife" in captions.se_help(r, "mutual_information")
@@ -901,3 +911,85 @@ def test_the_old_import_paths_still_resolve():
         old.md_escape                                                       # noqa: B018 (a page helper now)
     with pytest.raises(AttributeError):
         old.no_such_name                                                    # noqa: B018
+
+
+# ---- K classes: the class shown, and the predictive distribution over all of them --------------
+def _validated(fig: go.Figure) -> go.Figure:
+    assert json.loads(go.Figure(fig.to_dict()).to_json()) == json.loads(fig.to_json())
+    return fig
+
+
+@pytest.mark.parametrize("n_classes", [3, 50])
+def test_the_prediction_panels_show_the_target_class_out_of_k(n_classes):
+    import math
+
+    r = fake("weibull", S=16, n_classes=n_classes)
+    mc = r.sample_probs.double().mean(0)
+    assert r.target == r.predicted == int(mc.argmax())
+    for t in sorted({0, r.predicted, n_classes - 1}):
+        v = r.for_target(t)
+        fig = _validated(explorer.prediction_figure(v))
+        assert fig.layout.title.text.startswith(f"P(c{t}) across") and fig.layout.xaxis.title.text == f"P(c{t})"
+        each = next(d for d in fig.data if d.name == "each sample")
+        np.testing.assert_allclose(each.x, r.sample_probs[:, t].double().numpy(), rtol=1e-6)
+        lines = {d.name: d.x[0] for d in fig.data if getattr(d, "mode", None) == "lines"}
+        assert lines[style.PREDICTION_MC] == pytest.approx(float(mc[t]), abs=1e-6)
+        assert lines[LABELS["mean_attention"]] == pytest.approx(float(r.mean_attention_probs[t]))
+        assert fig.layout.shapes[0].x0 == pytest.approx(1 / n_classes)               # chance
+        cap = captions.prediction_caption(v)
+        assert f"gives its own P(c{t})" in cap and f"at most ln {n_classes} = {math.log(n_classes):.3f}" in cap
+        assert (f"the model's answer: c{t}" if t == r.predicted else f"the model's answer is c{r.predicted}") in cap
+        assert " ".join(with_se(v, "gap", float(mc[t] - r.mean_attention_probs[t]), sign=True)) in cap
+    entropy = _validated(explorer.entropy_figure(r))
+    assert f"(at most ln {n_classes} = {math.log(n_classes):.3f})" in entropy.layout.title.text
+    assert entropy.layout.xaxis.range[1] == pytest.approx(max(math.log(n_classes), r.predictive_entropy) * 1.02,
+                                                          rel=1e-3)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 10, 11, 50])
+def test_the_predictive_distribution_is_every_class_or_the_top_ones_the_target_and_the_rest(n_classes):
+    from bam_viz.plots.classes import class_figure, rest_label, shown_classes
+
+    r = fake("weibull", S=16, n_classes=n_classes)
+    mc = kit.finite(r.mc_probs)
+    least = int(np.argmin(mc))
+    fig = _validated(class_figure(r.for_target(least)))
+    bars, marks = fig.data[0], fig.data[1]
+    top, rest = shown_classes(mc, least)
+    shown = [r.classes[c] for c in top]
+    assert list(bars.y) == list(marks.y) == shown and least in top
+    np.testing.assert_allclose(bars.x, mc[top])
+    np.testing.assert_allclose(marks.x, kit.finite(r.softmax_probs)[top])
+    assert [c == style.MC_COLOUR for c in bars.marker.color] == [c == least for c in top]
+    lo = np.quantile(kit.finite(r.sample_probs), 0.05, axis=0)
+    np.testing.assert_allclose(np.asarray(bars.x) - np.asarray(bars.error_x.arrayminus), lo[top], atol=1e-12)
+    if n_classes <= style.CLASS_BARS:
+        assert rest == [] and len(fig.data) == 2 and sorted(top) == list(range(n_classes))
+        assert list(bars.x) == sorted(bars.x, reverse=True)                 # most probable on top
+    else:
+        assert len(top) == style.CLASS_BARS - 1 and sorted(top + rest) == list(range(n_classes))
+        summed = fig.data[2]
+        assert list(summed.y) == [rest_label(len(rest))] and summed.x[0] == pytest.approx(mc[rest].sum())
+        assert min(mc[top[:-1]]) >= max(mc[rest])                           # the most probable, then the target
+    assert fig.layout.height == 110 + 26 * (len(top) + bool(rest))
+
+
+def test_class_names_reach_a_figure_escaped_and_a_caption_as_text():
+    from bam_viz.plots.classes import class_figure
+
+    r = fake("weibull", S=8, n_classes=3)
+    r.classes = ["<b>bold</b>", "a & b", "zero\u200bwidth"]
+    fig = class_figure(r)
+    assert set(fig.data[0].y) == {"&lt;b&gt;bold&lt;/b&gt;", "a &amp; b", "zero\\u200bwidth"}
+    for t, shown in ((0, "P(&lt;b&gt;bold&lt;/b&gt;)"), (2, "P(zero\\u200bwidth)")):
+        assert explorer.prediction_figure(r.for_target(t)).layout.xaxis.title.text == shown
+    assert "gives its own P(<b>bold</b>)" in captions.prediction_caption(r.for_target(0))   # plain text
+
+
+def test_the_sweep_is_of_one_named_class():
+    s = dataclasses.replace(_sweep([0.2, 0.05, 0.01, 0.0, 0.0]), classes=("a", "b", "<c>"), target=2)
+    fig = _validated(explorer.sweep_figure(s, current=1.0))
+    assert fig.layout.title.text.startswith("P(&lt;c&gt;) and the mutual information")
+    assert fig.layout.yaxis.title.text == "P(&lt;c&gt;)"
+    assert "Green: E[f(z)] of P(<c>)" in captions.sweep_caption(s, current=1.0)
+    assert explorer.sweep_figure(_sweep([0.2, 0.05, 0.01, 0.0, 0.0])).layout.yaxis.title.text == "P(positive)"

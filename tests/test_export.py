@@ -11,7 +11,7 @@ from bam_viz.inference import export
 def _eleven_tokens():
     from fake_result import make_fake_result
 
-    r = make_fake_result("weibull", T=11, S=32, L=6, H=12)          # the shipped models' shape
+    r = make_fake_result("weibull", T=11, S=32, L=6, H=12, target="positive")   # the shipped models' shape
     r.model_name, r.seed = "bam-wc", 7
     return r
 
@@ -27,20 +27,21 @@ def test_view_json_holds_the_selected_head_with_its_settings():
     view = export.view_json(r, 5, 3)
     header = view["header"]
     assert {k: header[k] for k in ("text", "tokens", "model", "family", "hyper", "n_samples", "seed", "layer",
-                                   "head")} == {
+                                   "head", "classes", "target", "target_class", "predicted")} == {
         "text": r.text, "tokens": r.tokens, "model": "bam-wc", "family": "weibull", "hyper": r.hyper,
-        "n_samples": 32, "seed": 7, "layer": 5, "head": 3}
+        "n_samples": 32, "seed": 7, "layer": 5, "head": 3, "classes": ["negative", "positive"], "target": 1,
+        "target_class": "positive", "predicted": int(r.mc_probs.argmax())}
     pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
     assert header["bam_viz_version"] == package_version() == pyproject["project"]["version"]
     headline = dict(view["headline"])
     assert headline.pop("se_estimators") == r.se.ESTIMATORS
     assert headline.pop("mutual_information_estimator") == "bias-corrected (jackknife)"
     assert headline == pytest.approx({
-        "p_positive": float(r.mc_probs[1]), "p_positive_mean_attention": float(r.mean_attention_probs[1]),
-        "p_positive_softmax": float(r.softmax_probs[1]), "gap": r.gap, "gap_softmax": r.gap_softmax,
+        "p_target": float(r.mc_probs[1]), "p_target_mean_attention": float(r.mean_attention_probs[1]),
+        "p_target_softmax": float(r.softmax_probs[1]), "gap": r.gap, "gap_softmax": r.gap_softmax,
         "mutual_information": r.mutual_information, "mutual_information_plugin": r.mutual_information_plugin,
         "predictive_entropy": r.predictive_entropy, "expected_entropy": r.expected_entropy,
-        "se_p_positive": r.se.p_positive, "se_gap": r.se.gap, "se_gap_softmax": r.se.gap_softmax,
+        "se_p_target": r.se.p_target, "se_gap": r.se.gap, "se_gap_softmax": r.se.gap_softmax,
         "se_mutual_information": r.se.mutual_information, "gap_distinguishable": r.gap_distinguishable})
     # what each weight is, by name: the samples' mean, the deterministic pass, the prior's pi and mean
     sampled = r.sample_weights[:, 5, 3].double()
@@ -84,7 +85,11 @@ def test_view_csv_is_long_form_under_the_same_header():
                           ("prior_pi_weight", r.prior_weights[5, 3, 4, 6]),
                           ("prior_mean_weight", r.prior_draws(5, 3)[:, 4, 6].double().mean())):
         assert float(row[column]) == pytest.approx(float(value), rel=1e-5), column
-    assert float(row["sample_p_positive"]) == pytest.approx(float(r.sample_probs[2, 1]), rel=1e-5)
+    assert float(row["sample_p_target"]) == pytest.approx(float(r.sample_probs[2, 1]), rel=1e-5)
+    negative = export.view_csv(r.for_target("negative"), 5, 3).splitlines()
+    row = next(csv.DictReader(line for line in negative if not line.startswith("# ")))
+    assert float(row["sample_p_target"]) == pytest.approx(float(r.sample_probs[0, 0]), rel=1e-5)
+    assert '# target_class: "negative"' in negative
 
 
 def test_the_full_download_names_every_mean_and_both_gaps():
@@ -125,3 +130,42 @@ def test_file_name_says_the_settings():
     assert export.file_name(r, 5, 0, "json") == "bam-wc_shape_k10_beta1_S32_seed7_L5H0.json"
     r.model_name, r.hyper = "my model/../x", {"shape_k": 0.237, "beta": 1e-4}
     assert export.file_name(r, 4, 11, ".csv") == "my-model-..-x_shape_k0.237_beta0.0001_S32_seed7_L4H11.csv"
+
+
+@pytest.fixture(scope="module")
+def three_classes():
+    from fake_result import k_class_model
+
+    return k_class_model(3)
+
+
+@pytest.fixture(scope="module")
+def fifty_classes():
+    from fake_result import k_class_model
+
+    return k_class_model(50, seed=1)
+
+
+@pytest.mark.parametrize("which", ["three_classes", "fifty_classes"])
+def test_a_k_class_export_names_its_classes_and_the_one_its_numbers_are_for(which, request):
+    import json
+
+    from bam_viz.inference.explain import explain
+
+    model = request.getfixturevalue(which)
+    K = model.n_classes
+    r = explain(model, "A quietly moving film.", n_samples=3, seed=0)
+    for target, t in (("c1", 1), (K - 1, K - 1), (None, r.predicted)):
+        shown = r.for_target(target)
+        view = export.view_json(shown, 5, 0)
+        assert view["header"]["classes"] == list(model.classes) and len(view["sample_probs"][0]) == K
+        assert (view["header"]["target"], view["header"]["target_class"]) == (t, f"c{t}")
+        assert view["header"]["predicted"] == int(r.mc_probs.argmax())
+        headline = view["headline"]
+        assert headline["p_target"] == pytest.approx(float(r.mc_probs[t]))
+        assert headline["gap"] == pytest.approx(float(r.mc_probs[t] - r.mean_attention_probs[t]), abs=1e-7)
+        assert headline["se_p_target"] == pytest.approx(float(r.sample_probs[:, t].double().std() / 3**0.5))
+        full = export.full_json(shown)
+        assert (full["classes"], full["target"], full["target_class"]) == (list(model.classes), t, f"c{t}")
+        assert len(full["mc_probs"]) == K and full["gap"] == headline["gap"]
+        json.dumps(full, allow_nan=False)

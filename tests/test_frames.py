@@ -101,7 +101,7 @@ def test_the_weights_reach_the_worker_as_shared_memory_not_a_copy(model, process
 def test_a_worker_that_dies_is_replaced_and_no_frame_is_lost(model, process_frames):
     worker = process_frames.worker
     first = worker.submit(model, TEXT, 4, 0, {}, [0, 1, 2])
-    assert first.result(180).stats.shape == (len(frames.STATS),)
+    assert first.result(180).stats.shape == (len(model.classes), len(frames.STATS))
     old = worker.pid
     os.kill(old, signal.SIGKILL)
     grid = live.LiveGrid(model, TEXT + " yes", 4, 0)
@@ -166,3 +166,24 @@ def test_the_mode_is_read_from_the_environment(monkeypatch):
     monkeypatch.setenv(live.FRAME_WORKER_ENV, "gpu")
     with pytest.raises(ValueError, match="threads' or 'process'"):
         _ = other.worker
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 50])
+def test_a_frame_holds_every_class_and_row_t_is_the_result_for_target_t(n_classes):
+    """`class_stats`: what the page shows for class t, whichever t it is asked for, from one result."""
+    from fake_result import make_fake_result
+
+    r = make_fake_result("weibull", S=6, n_classes=n_classes)
+    stats = frames.class_stats(r)
+    assert stats.shape == (n_classes, len(frames.STATS))
+    for t in {0, n_classes - 1, r.predicted}:
+        v = r.for_target(t)
+        row = dict(zip(frames.STATS, stats[t], strict=True))
+        mc, mean = r.sample_probs.double().mean(0), r.mean_attention_probs.double()
+        assert row["gap"] == pytest.approx(float(mc[t] - mean[t]), abs=1e-6) == pytest.approx(v.gap, abs=1e-6)
+        assert (row["p_se"], row["gap_se"], row["gap_softmax_se"]) == pytest.approx(
+            (v.se.p_target, v.se.gap, v.se.gap_softmax), rel=1e-12)
+        assert (row["mi"], row["mi_se"], row["expected_entropy"]) == pytest.approx(
+            (v.mutual_information, v.se.mutual_information, v.expected_entropy), rel=1e-12)
+    one = frames.class_stats(make_fake_result("weibull", S=1, n_classes=n_classes))
+    assert np.isnan(one[:, frames.STATS.index("p_se")]).all() and np.isfinite(one[:, 0]).all()

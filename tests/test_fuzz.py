@@ -203,7 +203,7 @@ def check_explain(model, r, text, S, seed, hyper):
     for name in ("predictive_entropy", "expected_entropy", "mutual_information", "gap"):
         assert_finite_number(getattr(r, name), f"explain.{name}")
     assert -1e-6 <= r.expected_entropy <= r.predictive_entropy + 1e-6 <= math.log(2) + 1e-5
-    for name in ("p_positive", "gap", "gap_softmax", "mutual_information"):
+    for name in ("p_target", "gap", "gap_softmax", "mutual_information"):
         v = getattr(r.se, name)
         assert v is None or (math.isfinite(v) and v >= 0), f"explain.se.{name} is {v!r}"
     # the weights the charts draw

@@ -106,15 +106,18 @@ def test_f_of_the_mean_is_a_pass_at_the_posterior_mean_and_its_slopes_are_its_de
         torch.testing.assert_close(slope, r.mean_attention_slopes[s], atol=2e-3, rtol=0.05)
     torch.testing.assert_close(r.mean_attention_slopes.sum(0), torch.zeros(2, dtype=torch.float64), atol=1e-5,
                                rtol=0)                 # slopes towards every sample cancel at their mean
-    p = r.sample_probs[:, 1].double().numpy()
-    d = p - r.mean_attention_slopes[:, 1].numpy()
+    t = r.target                                       # the predicted class: the gap and its SE are its
+    p = r.sample_probs[:, t].double().numpy()
+    d = p - r.mean_attention_slopes[:, t].numpy()
     assert r.se.gap == pytest.approx(d.std(ddof=1) / math.sqrt(S), rel=1e-9)
     loo = np.array([np.delete(p, s).mean() - float(at(torch.cat([r.sample_weights[:s], r.sample_weights[s + 1:]])
-                                                      .mean(0))[1]) for s in range(S)])
+                                                      .mean(0))[t]) for s in range(S)])
     jackknife = math.sqrt((S - 1) / S * np.sum((loo - loo.mean()) ** 2))
     assert r.se.gap == pytest.approx(jackknife, rel=0.15)
-    assert r.gap == pytest.approx(float(r.mc_probs[1] - r.mean_attention_probs[1]))
-    assert r.gap_softmax == pytest.approx(float(r.mc_probs[1] - r.softmax_probs[1]))
+    assert r.gap == pytest.approx(float(r.mc_probs[t] - r.mean_attention_probs[t]))
+    assert r.gap_softmax == pytest.approx(float(r.mc_probs[t] - r.softmax_probs[t]))
+    other = r.for_target(1 - t)                        # two classes: the other's gap is the opposite
+    assert other.gap == pytest.approx(-r.gap, abs=1e-6) and other.se.gap == pytest.approx(r.se.gap, rel=1e-3)
     assert abs(r.gap - r.gap_softmax) > 1e-4                               # two references, not one
 
 

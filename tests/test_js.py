@@ -4,7 +4,8 @@ The JavaScript keeps no constants of its own: every payload's header brings them
 (`bam_viz.live.grid.page_style`), from their homes in `bam_viz.plots`. The JavaScript's unit tests
 (`node --test tests/js/`, run by `make test`) check its pure functions against what Python says,
 read from tests/js/fixtures/python.json: the wire format's bytes and their arrays, Python's "g"
-formatting, the standard error's decimals, the nearest grid value and the page's style. The
+formatting, the standard error's decimals, the nearest grid value, the classes the predictive
+distribution draws one by one, and the page's style. The
 fixture is made by `python tests/test_js.py`, and a test here fails when it is stale.
 """
 
@@ -31,6 +32,7 @@ def fixture() -> dict:
     from bam_viz.live.grid import page_style
     from bam_viz.live.wire import pack, unpack
     from bam_viz.plots.captions import gap_sentence
+    from bam_viz.plots.classes import shown_classes
     from bam_viz.plots.format import se_digits
 
     header = {"kind": "summary", "id": "fixture", "tokens": ["[CLS]", "naïve", "\u200b", "<b>"], "ready": [True, False]}
@@ -51,12 +53,19 @@ def fixture() -> dict:
                0.001, 99999.0, -45.678, 1 / 3]
     grids = [([0.2, 0.5, 1.0, 3.0, 10.0], v, log) for v in (0.35, 0.7, 2.0, 5.0, 100.0, 1e-9) for log in (True, False)]
     grids += [([-1.0, 0.0, 1.0], 0.4, True), ([1.0, 2.0, 4.0], 2.0 ** 0.5 * 1.0000001, True)]
+    rng = np.random.default_rng(0)
+    fifty = rng.dirichlet(np.full(50, 0.3)).round(6).tolist()
+    distributions = [([0.2, 0.8], 0, 10), ([0.5, 0.5], 1, 10), ([0.1, 0.3, 0.3, 0.2, 0.1], 4, 3),
+                     ([0.1, 0.3, 0.3, 0.2, 0.1], 1, 3), ([0.4, None, 0.6], 1, 10), (fifty, 7, 10),
+                     (fifty, int(np.argmax(fifty)), 10), (fifty, int(np.argmin(fifty)), 10)]
     return {
         "wire": {"base64": base64.b64encode(data).decode("ascii"), "header": header, "arrays": expected},
         "fmt_g": [[v, p, f"{v:.{p}g}"] for v in numbers for p in (2, 3, 6)],
         "se_digits": [[se, se_digits(se)] for se in errors],
         "gap_sentence": [[told, "0.005", gap_sentence(told, "0.005")] for told in (True, False)],
         "nearest": [[values, v, log, nearest_index(values, v, log)] for values, v, log in grids],
+        "shown_classes": [[probs, target, most, *shown_classes([np.nan if p is None else p for p in probs], target,
+                                                               most)] for probs, target, most in distributions],
         "style": {kind: page_style(kind) for kind in ("summary", "inside")},
     }
 
@@ -86,7 +95,8 @@ def test_the_style_is_the_constants_of_bam_viz_plots():
         js = (min(rule["max_digits"], -int(np.floor(np.log10(se)))) if se and se < 10.0 ** -rule["digits"]
               else rule["digits"])
         assert js == se_digits(se), se
-    assert summary["samples_needed"] == {"p_positive": 2, "gap": 2, "gap_softmax": 2, "mutual_information": 3}
+    assert summary["samples_needed"] == {"p_target": 2, "gap": 2, "gap_softmax": 2, "mutual_information": 3}
+    assert summary["class_bars"] == style.CLASS_BARS
     assert all(samples_needed(q) == n for q, n in summary["samples_needed"].items())
     for told, key in ((True, "distinguishable"), (False, "indistinguishable")):
         assert summary["gap_sentence"][key].replace("{two_se}", "0.004") == gap_sentence(told, "0.004")
@@ -95,17 +105,26 @@ def test_the_style_is_the_constants_of_bam_viz_plots():
 @pytest.mark.slow
 def test_every_payload_header_carries_its_style():
     import bam_viz
+    from bam_viz.core.labels import labels
+    from bam_viz.core.task import entropy_bound
     from bam_viz.live import grid as live
     from bam_viz.live.frames import STATS
 
     model = bam_viz.load("bam-wc")
     grid = live.LiveGrid(model, "A film.", 2, 0)
     grid.frame(0)
-    summary, _ = live.unpack(live.summary_payload(grid, 0))
+    summary, arrays = live.unpack(live.summary_payload(grid, 0))
     inside, _ = live.unpack(live.inside_payload(grid, 0, 0, 3, 0, 0, 1))
     assert summary["style"] == json.loads(json.dumps(live.page_style("summary")))
     assert inside["style"] == json.loads(json.dumps(live.page_style("inside")))
     assert summary["stats"] == list(STATS)           # summary.js reads the stats by these names
+    # summary.js names the class it shows and the entropy's bound only from these
+    predicted = int(np.argmax(grid.frames[0].stats[:, STATS.index("p_mc")]))
+    assert summary["classes"] == list(model.classes) and summary["target"] == summary["predicted"] == predicted
+    assert summary["labels"] == labels(model.classes[predicted], 2) and summary["entropy_bound"] == entropy_bound(2)
+    assert arrays["class_probs"].shape == (len(grid.values), 4, 2)
+    other, _ = live.unpack(live.summary_payload(grid, 0, target=1 - predicted))
+    assert other["target"] == 1 - predicted and other["labels"]["p"] == f"P({model.classes[1 - predicted]})"
 
 
 def _js_sources() -> dict[str, str]:
@@ -119,6 +138,9 @@ def test_the_javascript_keeps_no_copy_of_them():
     facts = set(style["colours"].values()) | {c for stops in style["scales"].values() for _, c in stops}
     facts |= {"distinguishable from zero", "STAT_NAMES", '"p_mc", "p_se"'}
     found = [(name, fact) for name, text in _js_sources().items() for fact in facts if fact.lower() in text.lower()]
+    # The class shown, its name and the model's K come with the header: no class, P(...) or ln 2 here.
+    named = ("P(", '"positive"', '"negative"', "`positive", "ln 2", "0.693", "LN2")
+    found += [(name, fact) for name, text in _js_sources().items() for fact in named if fact in text]
     assert found == []
 
 

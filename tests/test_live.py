@@ -53,23 +53,23 @@ def test_nearest_first_covers_everything_once():
 @pytest.mark.parametrize("index", [0, 17, -1])
 def test_a_frame_is_explain_at_its_value(model, grid, index):
     k = grid.values[index]
-    r = model.explain(TEXT, n_samples=8, seed=3, shape_k=k)
     f = grid.frames[index]
-    stats = dict(zip(live.STATS, f.stats, strict=True))
-    assert stats["p_mc"] == pytest.approx(float(r.mc_probs[1]), abs=1e-6)
-    assert stats["p_mean_attention"] == pytest.approx(float(r.mean_attention_probs[1]), abs=1e-6)
-    assert stats["p_softmax"] == pytest.approx(float(r.softmax_probs[1]), abs=1e-6)
-    assert stats["gap"] == pytest.approx(r.gap, abs=1e-6) and stats["gap_se"] == pytest.approx(r.se.gap, abs=1e-9)
-    assert stats["gap_softmax"] == pytest.approx(r.gap_softmax, abs=1e-6)
-    assert stats["mi"] == pytest.approx(r.mutual_information, abs=1e-9)
-    assert (stats["mi_lo"], stats["mi_hi"]) == pytest.approx(r.mutual_information_interval, abs=1e-9)
-    assert stats["gap"] == pytest.approx(r.gap, abs=1e-6)
-    assert stats["mi"] == pytest.approx(r.mutual_information, abs=1e-9)
-    assert stats["p_se"] == pytest.approx(r.se.p_positive, abs=1e-9)
-    assert stats["gap_se"] == pytest.approx(r.se.gap, abs=1e-9)
-    assert stats["mi_se"] == pytest.approx(r.se.mutual_information, abs=1e-9)
-    assert stats["expected_entropy"] == pytest.approx(r.expected_entropy, abs=1e-9)
-    np.testing.assert_allclose(f.p_samples, r.sample_probs[:, 1].double().numpy(), atol=1e-6)
+    assert f.stats.shape == (2, len(live.STATS)) and f.p_samples.shape == (8, 2)
+    for c in (0, 1):                                       # one row per class: each what explain gives for it
+        r = model.explain(TEXT, n_samples=8, seed=3, shape_k=k).for_target(c)
+        stats = dict(zip(live.STATS, f.stats[c], strict=True))
+        assert stats["p_mc"] == pytest.approx(float(r.mc_probs[c]), abs=1e-6)
+        assert stats["p_mean_attention"] == pytest.approx(float(r.mean_attention_probs[c]), abs=1e-6)
+        assert stats["p_softmax"] == pytest.approx(float(r.softmax_probs[c]), abs=1e-6)
+        assert stats["gap"] == pytest.approx(r.gap, abs=1e-6) and stats["gap_se"] == pytest.approx(r.se.gap, abs=1e-9)
+        assert stats["gap_softmax"] == pytest.approx(r.gap_softmax, abs=1e-6)
+        assert (stats["mi_lo"], stats["mi_hi"]) == pytest.approx(r.mutual_information_interval, abs=1e-9)
+        assert stats["mi"] == pytest.approx(r.mutual_information, abs=1e-9)
+        assert stats["p_se"] == pytest.approx(r.se.p_target, abs=1e-9)
+        assert stats["gap_softmax_se"] == pytest.approx(r.se.gap_softmax, abs=1e-9)
+        assert stats["mi_se"] == pytest.approx(r.se.mutual_information, abs=1e-9)
+        assert stats["expected_entropy"] == pytest.approx(r.expected_entropy, abs=1e-9)
+    np.testing.assert_allclose(f.p_samples, r.sample_probs.double().numpy(), atol=1e-6)
     np.testing.assert_allclose(f.spread, r.spread.double().numpy(), atol=1e-6)
     w = r.sample_weights[:, 5, 2].double().numpy()                                     # (S, T, T)
     maps = f.maps[5][2].astype(np.float64)                                             # float16
@@ -153,7 +153,12 @@ def test_payloads_round_trip(grid):
     assert all(np.isfinite(a).all() for a in arrays.values())
     header, arrays = live.unpack(live.summary_payload(grid, 17))
     assert header["slider"]["name"] == "shape_k" and header["ready"] == [True] * G
-    np.testing.assert_allclose(arrays["stats"][17], grid.frames[17].stats, rtol=1e-6)
+    t = header["target"]
+    assert t == header["predicted"] == int(np.argmax(grid.frames[17].stats[:, 0]))      # the predicted class
+    np.testing.assert_allclose(arrays["stats"][17], grid.frames[17].stats[t], rtol=1e-6)
+    np.testing.assert_allclose(arrays["p_samples"][17], grid.frames[17].p_samples[:, t], rtol=1e-6)
+    assert arrays["class_probs"].shape == (G, 4, 2)
+    np.testing.assert_allclose(arrays["class_probs"][:, 0].sum(-1), 1.0, atol=1e-5)     # E[f(z)] of each class
 
 
 def test_frames_not_made_are_nan_and_extremes_are_finite(model):
@@ -165,6 +170,61 @@ def test_frames_not_made_are_nan_and_extremes_are_finite(model):
     _, inside = live.unpack(live.inside_payload(g, 0, 0, 5, 0, 0, 1))
     assert np.isfinite(inside["prior_row"]).all() and np.isfinite(inside["prior_density"]).all()
     assert np.isfinite(inside["kl"][0]).all() and np.isfinite(inside["post_density"]).all()
+
+
+@pytest.fixture(scope="module")
+def three_classes():
+    from fake_result import k_class_model
+
+    return k_class_model(3)
+
+
+@pytest.fixture(scope="module")
+def fifty_classes():
+    from fake_result import k_class_model
+
+    return k_class_model(50, seed=1)
+
+
+@pytest.mark.parametrize("which", ["three_classes", "fifty_classes"])
+def test_a_k_class_grid_shows_the_class_asked_for_by_name_by_index_or_by_default(which, request):
+    """The summary's numbers for each way of naming the target are explain()'s for that class; the
+    gap the page shows is E[f(z)]_t - f(E[w])_t by hand from the samples; one frame serves every class."""
+    from bam_viz.core.labels import labels
+
+    model = request.getfixturevalue(which)
+    K, text = model.n_classes, "A quietly moving film."
+    g = live.LiveGrid(model, text, 4, 0, target="c2")
+    i = nearest_index(g.values, 3.0, True)
+    g.frame(i)
+    g.frame(0)
+    assert g.frames[i].stats.shape == (K, len(live.STATS)) and g.frames[i].p_samples.shape == (4, K)
+    r = model.explain(text, n_samples=4, seed=0, shape_k=g.values[i])
+    mc = r.sample_probs.double().mean(0)
+    for target, t in ((None, 2), ("c1", 1), (K - 1, K - 1), ("predicted", int(mc.argmax()))):
+        header, arrays = live.unpack(live.summary_payload(g, i, target=target))
+        assert header["classes"] == list(model.classes) and header["target"] == t
+        assert header["predicted"] == int(mc.argmax()) and header["labels"] == labels(f"c{t}", K)
+        stats = dict(zip(header["stats"], arrays["stats"][i].tolist(), strict=True))
+        assert stats["p_mc"] == pytest.approx(float(mc[t]), abs=1e-6)
+        assert stats["gap"] == pytest.approx(float(mc[t] - r.mean_attention_probs[t]), abs=1e-6)
+        assert stats["gap_softmax"] == pytest.approx(float(mc[t] - r.softmax_probs[t]), abs=1e-6)
+        assert stats["p_se"] == pytest.approx(r.for_target(t).se.p_target, rel=1e-5)
+        assert stats["gap_se"] == pytest.approx(r.for_target(t).se.gap, rel=1e-5)
+        np.testing.assert_allclose(arrays["p_samples"][i], r.sample_probs[:, t].numpy(), atol=1e-7)
+        classes = arrays["class_probs"][i]                                           # (4, K)
+        np.testing.assert_allclose(classes[0], mc.numpy(), atol=1e-6)
+        assert np.all(classes[1] <= classes[0] + 1e-6) and np.all(classes[0] <= classes[2] + 1e-6)
+        np.testing.assert_allclose(classes[3], r.softmax_probs.numpy(), atol=1e-6)
+        assert np.isnan(arrays["stats"][1]).all() and np.isfinite(arrays["stats"][0]).all()
+        sweep = live.sweep_of(g, target, current=i)
+        assert sweep.target == t and sweep.p_mc[list(sweep.values).index(g.values[i])] == pytest.approx(float(mc[t]),
+                                                                                                    abs=1e-6)
+    assert header["entropy_bound"] == pytest.approx(math.log(K))
+    with pytest.raises(ValueError, match="no class 'positive'"):
+        live.LiveGrid(model, text, 4, 0, target="positive")
+    with pytest.raises(ValueError, match="no class index"):
+        live.summary_payload(g, i, target=K)
 
 
 @pytest.mark.parametrize("name", ["softmax", "categorical", "mc-dropout", "bam-lc", "dirichlet"])

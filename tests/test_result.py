@@ -6,19 +6,23 @@ import math
 import numpy as np
 import pytest
 import torch
-from fake_result import make_fake_result
+from fake_result import k_class_model, make_fake_result
 
 import bam_viz
 from bam_viz.core import metrics
 from bam_viz.families.sampling import log_gamma_rsample, log_lognormal_rsample, log_weibull_rsample
+from bam_viz.inference.explain import explain
 from bam_viz.inference.result import ExplainResult, Note
 
 
-def make(family, post, prior, sample_probs, L=2, H=1, T=3):
+def make(family, post, prior, sample_probs, L=2, H=1, T=3, target=1):
+    """A result of `sample_probs` (S, C); `target` 1 is "positive" for two classes."""
     S = sample_probs.shape[0]
+    C = sample_probs.shape[1]
+    classes = ["negative", "positive"] if C == 2 else [f"c{c}" for c in range(C)]
     w = torch.full((L, H, T, T), 1 / T)
     return ExplainResult(
-        text="x", tokens=["[CLS]", "x", "[SEP]"], classes=["negative", "positive"], model_name="m", family=family,
+        text="x", tokens=["[CLS]", "x", "[SEP]"], classes=classes, model_name="m", family=family, target=target,
         stochastic_layers=[1], hyper={}, n_samples=S, seed=0, truncated=False,
         sample_weights=w.expand(S, *w.shape), softmax_weights=w, prior_weights=w,
         prior_sample_weights=w.expand(S, *w.shape), kl=torch.zeros(L, H), sample_probs=sample_probs,
@@ -128,8 +132,8 @@ def test_standard_errors_by_hand():
     r = _with_mean_field(make("weibull", {}, {}, probs), 0.6)
     se = r.se
     assert se.n_samples == 4
-    assert se.p_positive == pytest.approx(math.sqrt(0.26 / 3 / 4))
-    assert se.gap == se.gap_softmax == pytest.approx(se.p_positive)      # f(softmax) is a constant
+    assert se.p_target == pytest.approx(math.sqrt(0.26 / 3 / 4))
+    assert se.gap == se.gap_softmax == pytest.approx(se.p_target)      # f(softmax) is a constant
     assert r.gap == pytest.approx(-0.1) and r.gap_distinguishable is False  # 0.1 < 2 * 0.147
     replicates = np.array([metrics.mutual_information(np.delete(probs.numpy(), i, 0)[None])[0] for i in range(4)])
     jackknife = math.sqrt(3 / 4 * np.sum((replicates - replicates.mean()) ** 2))     # (S-1)/S sum of squares
@@ -143,15 +147,15 @@ def test_standard_errors_by_hand():
 
 def test_standard_errors_are_none_when_not_estimable_and_zero_when_exact():
     one = make("weibull", {}, {}, torch.tensor([[0.3, 0.7]]))
-    assert (one.se.p_positive, one.se.gap, one.se.gap_softmax, one.se.mutual_information) == (None,) * 4
+    assert (one.se.p_target, one.se.gap, one.se.gap_softmax, one.se.mutual_information) == (None,) * 4
     assert one.gap_distinguishable is None
     two = make("weibull", {}, {}, torch.tensor([[0.3, 0.7], [0.6, 0.4]]))
     assert two.se.gap == pytest.approx(0.15) and two.se.mutual_information is None  # jackknife needs 3
     same = make("weibull", {}, {}, torch.tensor([[0.3, 0.7]] * 5))
-    assert (same.se.p_positive, same.se.gap, same.se.gap_softmax, same.se.mutual_information) == (0.0,) * 4
+    assert (same.se.p_target, same.se.gap, same.se.gap_softmax, same.se.mutual_information) == (0.0,) * 4
     exact = make_fake_result("softmax", S=1)                             # deterministic: no Monte Carlo
     assert exact.stochastic_layers == [] and exact.se.gap == 0.0 and exact.gap_distinguishable is False
-    assert "p_positive" in exact.se.estimator and "jackknife" in exact.se.estimator
+    assert "p_target" in exact.se.estimator and "jackknife" in exact.se.estimator
 
 
 def test_standard_errors_match_the_spread_over_seeds():
@@ -163,9 +167,9 @@ def test_standard_errors_match_the_spread_over_seeds():
     (unbiased for a mean; conservative for the jackknife), the mean SE is lower by Jensen."""
     model = bam_viz.load("bam-wc")
     text, n_seeds = "A quietly moving film.", 30
-    results = [model.explain(text, n_samples=32, seed=s, shape_k=0.5) for s in range(n_seeds)]
+    results = [model.explain(text, n_samples=32, seed=s, shape_k=0.5).for_target("positive") for s in range(n_seeds)]
     tolerance = math.exp(3.5 / math.sqrt(2 * (n_seeds - 1)))
-    for quantity, estimate in (("p_positive", lambda r: float(r.mc_probs[r.positive_index])),
+    for quantity, estimate in (("p_target", lambda r: float(r.mc_probs[r.target])),
                                ("gap", lambda r: r.gap), ("gap_softmax", lambda r: r.gap_softmax),
                                ("mutual_information", lambda r: r.mutual_information)):
         spread = np.std([estimate(r) for r in results], ddof=1)
@@ -187,3 +191,96 @@ def test_a_note_reads_as_its_text_and_says_whether_it_is_a_warning():
     assert long.truncated and [n.warning for n in long.notes] == [True]
     assert not model.explain("A fine film.", n_samples=2).notes
     assert [n.warning for n in bam_viz.load("softmax").explain("A fine film.", n_samples=1).notes] == [False]
+
+
+# ---- K classes: every one-class number is for the target class -----------------------------------
+THREE = torch.tensor([[0.2, 0.5, 0.3], [0.1, 0.6, 0.3], [0.3, 0.3, 0.4], [0.2, 0.4, 0.4]], dtype=torch.float64)
+
+
+def _three(target=None) -> ExplainResult:
+    """Four samples over three classes, E[f(z)] = (0.2, 0.45, 0.35), with f(softmax) and f(E[w]) apart."""
+    r = make("weibull", {}, {}, THREE, target=target)
+    return dataclasses.replace(r, softmax_probs=torch.tensor([0.25, 0.4, 0.35]),
+                               mean_attention_probs=torch.tensor([0.3, 0.3, 0.4]))
+
+
+def test_the_target_is_a_name_an_index_or_the_predicted_class():
+    r = _three()
+    assert r.classes == ["c0", "c1", "c2"] and r.target == r.predicted == 1 and r.target_name == "c1"
+    assert _three("c2").target == 2 and _three(-1).target == 2 and _three(0).target == 0
+    assert _three("predicted").target == 1
+    for bad, match in (("c3", "no class 'c3': the classes are 'c0', 'c1', 'c2'"), (3, "no class index"),
+                       (1.5, "no class index"), (True, "a class name, an index or None"),
+                       ([1], "a class name, an index or None")):
+        with pytest.raises(ValueError, match=match):
+            _three(bad)
+        with pytest.raises(ValueError, match=match):
+            r.for_target(bad)
+
+
+def test_each_class_has_its_own_gaps_and_errors_by_hand():
+    r = _three()
+    p = THREE.numpy()
+    mc, soft, mean = p.mean(0), np.array([0.25, 0.4, 0.35]), np.array([0.3, 0.3, 0.4])
+    mi = r.se.mutual_information
+    gaps = []
+    for t in range(3):
+        v = r.for_target(t)
+        assert v.target == t and v.classes is r.classes
+        assert v.gap == pytest.approx(mc[t] - mean[t], abs=1e-7) and v.gap_softmax == pytest.approx(mc[t] - soft[t],
+                                                                                                   abs=1e-7)
+        assert v.se.p_target == pytest.approx(p[:, t].std(ddof=1) / 2)
+        assert v.se.gap_softmax == pytest.approx((p[:, t] - soft[t]).std(ddof=1) / 2)
+        assert v.se.gap == v.se.gap_softmax                           # no slopes: f(E[w]) is held fixed
+        assert v.se.mutual_information == mi and v.mutual_information == r.mutual_information   # one for all
+        np.testing.assert_allclose(r.class_errors[:, t], [v.se.p_target, v.se.gap, v.se.gap_softmax])
+        gaps.append(v.gap)
+    assert sum(gaps) == pytest.approx(0.0, abs=1e-6)                  # the probabilities sum to 1 each way
+    assert r.target == 1 and r.gap == pytest.approx(mc[1] - mean[1], abs=1e-7)   # the views left r alone
+
+
+def test_a_view_for_another_class_shares_the_tensors_and_what_was_computed():
+    r = make_fake_result("weibull", S=6, n_classes=5, target="c0")
+    v = r.for_target("c3")
+    assert r.for_target(0) is r and v is not r and v.target == 3 and r.target == 0
+    assert v.sample_weights is r.sample_weights and v.posterior_mean_weights is r.posterior_mean_weights
+    assert v.spread is r.spread and v._prior_heads is r._prior_heads
+    assert v.se != r.se and v.se.mutual_information == r.se.mutual_information
+    assert v.for_target(None).target == r.predicted == int(r.mc_probs.argmax())
+
+
+@pytest.fixture(scope="module")
+def three_classes():
+    return k_class_model(3)
+
+
+@pytest.fixture(scope="module")
+def fifty_classes():
+    return k_class_model(50, seed=1)
+
+
+@pytest.mark.parametrize("which", ["three_classes", "fifty_classes"])
+def test_explain_on_k_classes_is_for_the_target_by_name_by_index_and_by_default(which, request):
+    """A random K-class head on the real MiniLM: the gap and its errors for each way of naming the
+    target are those of its column, by hand from the result's own samples; the cached pass serves
+    every class."""
+    model = request.getfixturevalue(which)
+    K, text, S = model.n_classes, "A quietly moving film.", 8
+    r = explain(model, text, n_samples=S, seed=2)
+    probs = r.sample_probs.double()                                            # (S, K)
+    mc = probs.mean(0)
+    assert r.classes == list(model.classes) and r.mc_probs.shape == (K,) and r.target == int(mc.argmax())
+    assert mc.max() > 1.5 / K                                                  # a predicted class, not a tie
+    for target, t in (("c2", 2), (K - 1, K - 1), (-K, 0), (None, int(mc.argmax())), ("predicted", int(mc.argmax()))):
+        v = explain(model, text, n_samples=S, seed=2, target=target)
+        assert v.target == t and v.target_name == f"c{t}"
+        assert v.gap == pytest.approx(float(mc[t] - v.mean_attention_probs[t]), abs=1e-6)
+        assert v.gap_softmax == pytest.approx(float(mc[t] - v.softmax_probs[t]), abs=1e-6)
+        assert v.se.p_target == pytest.approx(float(probs[:, t].std() / math.sqrt(S)), rel=1e-6)
+        d = probs[:, t] - v.mean_attention_slopes[:, t]
+        assert v.se.gap == pytest.approx(float(d.std() / math.sqrt(S)), rel=1e-6)
+        assert (v.gap, v.se) == (r.for_target(target).gap, r.for_target(target).se)
+    with pytest.raises(ValueError, match="no class 'positive'"):
+        explain(model, text, target="positive")
+    with pytest.raises(ValueError, match="no class index"):
+        explain(model, text, target=K)

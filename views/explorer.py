@@ -19,6 +19,7 @@ import streamlit as st
 
 import bam_viz
 from bam_viz.core.grids import nearest_index
+from bam_viz.core.text import display_token
 from bam_viz.inference import export
 from bam_viz.live import grid as live
 from bam_viz.plots import captions
@@ -177,6 +178,33 @@ def sampling_controls(model) -> None:
         st.caption(reason)
 
 
+def target_control(model, result) -> int | None:
+    """The class the one-class panels show (the headline, the sweep, the histogram, the downloads):
+    "predicted (<name>)" first, then every class of the model. Returns its index, None for the
+    predicted class. A class from the URL is read here, once the model's classes are known; a new
+    model keeps the class of the same name, else shows its predicted class."""
+    classes = tuple(model.classes)
+    if "_target_from_url" in ss:
+        ss[state.TARGET_KEY] = state.target_option(ss.pop("_target_from_url"), classes)
+    elif ss.get("_target_classes") not in (None, classes):
+        ss[state.TARGET_KEY] = state.target_option(ss.get("_target_name"), classes)
+    if not isinstance(ss.get(state.TARGET_KEY), int) or not -1 <= ss[state.TARGET_KEY] < len(classes):
+        ss[state.TARGET_KEY] = state.PREDICTED
+    # Holds the class names and the predicted one, never the result (the session keeps format_func).
+    name = functools.partial(_class_option, classes, display_token(classes[result.predicted]))
+    option = st.selectbox("Class shown (target)", [state.PREDICTED, *range(len(classes))], key=state.TARGET_KEY,
+                          format_func=name, persist_state="session",
+                          help="The class whose probability the headline, the sweep and the histogram show. "
+                               "The predicted class is the one with the largest E[f(z)] at these settings.")
+    ss["_target_classes"], ss["_target_name"] = classes, state.target_in_url(option, classes)
+    state.write_query_params((state.TARGET_KEY,), {state.TARGET_KEY: ss["_target_name"]})
+    return None if option == state.PREDICTED else option
+
+
+def _class_option(classes: tuple[str, ...], predicted: str, option: int) -> str:
+    return f"predicted ({predicted})" if option == state.PREDICTED else display_token(classes[option])
+
+
 # ---- panels: drawn in the browser from every slider value at once --------------------------------
 def summary_captions(result, grid) -> dict:
     """The prose of the prediction and the sweep, written for the server's current values (the page
@@ -185,7 +213,7 @@ def summary_captions(result, grid) -> dict:
     out = {"prediction": captions.prediction_caption(result)}
     if grid.posterior_spec is not None and grid.n_samples >= 2:
         current = result.hyper.get(grid.posterior_spec.name)
-        out["sweep"] = captions.sweep_caption(live.sweep_of(grid), current=current)
+        out["sweep"] = captions.sweep_caption(live.sweep_of(grid, result.target), current=current)
     return out
 
 
@@ -209,11 +237,12 @@ def _indices(grid, hyper: dict) -> tuple[int, int]:
 
 
 def summary_panel(grid, result, hyper: dict) -> None:
-    """Headline estimates with their errors, the sweep over the posterior slider, the prediction."""
+    """Headline estimates with their errors, the sweep over the posterior slider, the prediction,
+    for the class `result.target`."""
     post, prior = _indices(grid, hyper)
     extra = {"captions": summary_captions(result, grid), "captions_at": [post, prior],
-             "presentation": bool(ss.get("presentation")), "positive_label": "positive"}
-    components.charts(live.summary_payload(grid, post, extra), components.SUMMARY_KEY)
+             "presentation": bool(ss.get("presentation"))}
+    components.charts(live.summary_payload(grid, post, extra, target=result.target), components.SUMMARY_KEY)
 
 
 def picture_controls(result, model) -> tuple[int, int, int, int, bool]:
@@ -421,8 +450,11 @@ def live_view(model, name: str) -> None:
         st.info(reduced)
     try:
         result = state.get_result(model, name, text, tuple(hyper.items()), n_samples, seed)
+        with st.columns([1, 2])[0]:
+            target = target_control(model, result)
+        result = result.for_target(target)
         view = state.View(name, text, tuple(hyper.items()), n_samples, seed, tuple(_window(result)),
-                          tuple((h, v) for h, v in hyper.items() if h not in state.LIVE_SLIDERS))
+                          tuple((h, v) for h, v in hyper.items() if h not in state.LIVE_SLIDERS), target)
         grid = view.grid(model)
         grid.start(_indices(grid, hyper)[0])
     except ValueError as err:

@@ -49,9 +49,12 @@ SLIDERS = {spec.name: spec for spec in families.all_slider_specs()}
 MAIN_KEYS = ("text", "model", *SLIDERS, "n_samples", "seed", "presentation")
 PICTURE_KEYS = ("layer", "head", "query_token", "key_token", "relative_colour", "window_start")
 PICTURE_TOGGLES = ("relative_colour",)      # on/off picture controls; the rest are indices
+# The class the one-class panels show (`target`): a class index, or PREDICTED for the predicted class.
+# In the URL as the class's name, and absent for the predicted class.
+TARGET_KEY = "target"
+PREDICTED = -1
 # The "Why this prediction" section's controls, written by its own fragment (views/why_view.py).
 WHY_KEYS = ("why", "why_target", "why_samples", "why_steps")
-WHY_TARGETS = ("positive", "predicted")
 WHY_SAMPLES = (4, 8, 16)
 WHY_STEPS = (16, 32, 64)
 
@@ -141,7 +144,7 @@ CACHE.keep_longer("app.grid")
 
 
 def get_attribution(model, name: str, text: str, hyper: tuple[tuple[str, float], ...], n_samples: int, seed: int,
-                    steps: int, target: str, layer: int):
+                    steps: int, target: int, layer: int):
     """`model.attribute()` once per (model, text, hyperparameters, samples, seed, steps, target,
     layer), shared by every session; made on demand (the Why section is off until asked for)."""
     key = (name, text, hyper, n_samples, seed, steps, target, layer)
@@ -194,8 +197,11 @@ class View(NamedTuple):
     window: tuple[int, ...]
     others: tuple[tuple[str, float], ...]
 
+    target: int | None = None        # the class shown: an index of the model's classes, None the predicted
+
     def result(self, model):
-        return get_result(model, self.name, self.text, self.hyper, self.n_samples, self.seed)
+        """The shared result, for the class this view shows (`ExplainResult.for_target`: no copy)."""
+        return get_result(model, self.name, self.text, self.hyper, self.n_samples, self.seed).for_target(self.target)
 
     def grid(self, model):
         return get_grid(model, self.name, self.text, self.n_samples, self.seed, self.window, self.others)
@@ -311,11 +317,13 @@ def load_query_params(models: list[str]) -> None:
     for name, (lo, hi) in (("n_samples", N_SAMPLES_RANGE), ("seed", SEED_RANGE)):
         if name in qp and (n := _int(qp[name], lo, hi)) is not None:
             ss[name] = n
+    if TARGET_KEY in qp:                    # a class name: checked once the model's classes are known
+        ss["_target_from_url"] = str(qp[TARGET_KEY])
     if "presentation" in qp and (on := _bool(qp["presentation"])) is not None:
         ss["presentation"] = on
     if "why" in qp and (on := _bool(qp["why"])) is not None:
         ss["why"] = on
-    if qp.get("why_target") in WHY_TARGETS:
+    if isinstance(qp.get("why_target"), str) and qp["why_target"]:   # the view checks it against the classes
         ss["why_target"] = qp["why_target"]
     for name, options in (("why_samples", WHY_SAMPLES), ("why_steps", WHY_STEPS)):
         if name in qp and (n := _int(qp[name], min(options), max(options))) in options:
@@ -325,6 +333,19 @@ def load_query_params(models: list[str]) -> None:
             value = _bool(qp[name]) if name in PICTURE_TOGGLES else _int(qp[name], 0, 10_000)
             if value is not None:
                 ss[name] = value
+
+
+def target_option(value, classes: tuple[str, ...]) -> int:
+    """The class selector's option for a value from the URL or the session: a class name (or its
+    index, as an int) of `classes`, else PREDICTED (the URL's "predicted", or anything else)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if 0 <= value < len(classes) else PREDICTED
+    return classes.index(value) if isinstance(value, str) and value in classes else PREDICTED
+
+
+def target_in_url(option: int, classes: tuple[str, ...]) -> str | None:
+    """What the URL holds for the selector's `option`: the class's name, None for the predicted class."""
+    return None if option == PREDICTED else classes[option]
 
 
 def write_query_params(keys, values: dict) -> None:

@@ -15,7 +15,7 @@ import torch
 
 from bam_viz.core.cache import CACHE, WORK, explain_bytes
 from bam_viz.core.inputs import check_attention_budget, check_n_samples, check_seed, check_text
-from bam_viz.core.task import CLASSES
+from bam_viz.core.task import resolve_target
 from bam_viz.families import Hyper
 from bam_viz.inference import gaps
 from bam_viz.inference.result import ExplainResult, Note
@@ -119,18 +119,23 @@ def lower_states(model, text: str) -> LowerStates:
 
 
 def explain(model, text: str, n_samples: int = 32, seed: int = 0, hyper: Hyper | None = None,
-            cache: bool = True) -> ExplainResult:
+            cache: bool = True, target: int | str | None = None) -> ExplainResult:
     """The `ExplainResult` of `model` on one sentence: S attention samples from a generator seeded
     with `seed` (consumed exactly as `predict` consumes it), the deterministic (softmax) pass, the
     pass at the samples' mean weights with each sample's slope there (`bam_viz.inference.gaps`), the prior,
     KL and the distributions' parameters per layer. `hyper`: the model's hyperparameters with
     any overrides (`model.hyper(...)`); None is the trained values. `cache` False: do not keep the
-    S-sample pass for a later call (the live grid's frames are each made once).
+    S-sample pass for a later call (the live grid's frames are each made once). `target`: the class
+    the one-class numbers are for, a name or an index of `model.classes`, or None (or "predicted")
+    for the predicted class; it only picks columns, so `result.for_target(other)` is free and the
+    cache serves every class.
 
     The call holds its estimated peak (`bam_viz.core.cache.explain_bytes`) of the process's working
     memory (`bam_viz.core.cache.WORK`) while it runs, so calls made at once wait rather than add up."""
     check_text(text)
     n_samples, seed = check_n_samples(n_samples), check_seed(seed)
+    if target is not None and target != "predicted":
+        resolve_target(model.classes, target)           # a bad class is refused before any work
     hyper = model.hyper() if hyper is None else hyper
     model.eval()
     stochastic_layers = model.config.stochastic_layers
@@ -138,11 +143,12 @@ def explain(model, text: str, n_samples: int = 32, seed: int = 0, hyper: Hyper |
     check_attention_budget(n_samples, model.n_layers, model.n_heads, len(lower.tokens))
     n_stochastic = len(stochastic_layers) if model.stochastic else 0
     with WORK.hold(explain_bytes(n_samples, model.n_layers, n_stochastic, model.n_heads, len(lower.tokens))):
-        return _explain(model, lower, n_samples, seed, hyper, cache)
+        return _explain(model, lower, n_samples, seed, hyper, cache, target)
 
 
 @torch.inference_mode()
-def _explain(model, lower: LowerStates, n_samples: int, seed: int, hyper: Hyper, cache: bool) -> ExplainResult:
+def _explain(model, lower: LowerStates, n_samples: int, seed: int, hyper: Hyper, cache: bool,
+             target: int | str | None) -> ExplainResult:
     family = model.attention_family
     stochastic_layers = model.config.stochastic_layers
     text = lower.original
@@ -219,7 +225,7 @@ def _explain(model, lower: LowerStates, n_samples: int, seed: int, hyper: Hyper,
         notes.append(Note("This model has no attention prior: prior panels repeat the posterior."))
     return ExplainResult(
         text=lower.text,
-        tokens=tokens, classes=list(CLASSES), model_name=model.name, family=model.family,
+        tokens=tokens, classes=list(model.classes), model_name=model.name, family=model.family,
         stochastic_layers=list(stochastic_layers) if model.stochastic else [],
         hyper=dict(hyper), n_samples=S, seed=seed, truncated=truncated,
         sample_weights=per_layer("weights", True), softmax_weights=per_layer("softmax_weights", False),
@@ -227,7 +233,7 @@ def _explain(model, lower: LowerStates, n_samples: int, seed: int, hyper: Hyper,
         sample_probs=sample_probs.cpu(), mc_probs=sample_probs.mean(0).cpu(), softmax_probs=softmax_probs.cpu(),
         mean_attention_probs=mean_attention_probs.float().cpu(),
         mean_attention_slopes=None if slopes is None else slopes.cpu(),
-        posterior_params=post, prior_params=prior, notes=notes,
+        posterior_params=post, prior_params=prior, notes=notes, target=target,
     )
 
 

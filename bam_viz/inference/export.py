@@ -20,13 +20,15 @@ def full_json(result: ExplainResult) -> dict:
     """Everything needed to redraw the page, as plain lists (for the download button). The weights'
     names say which mean each is (`bam_viz.inference.gaps`): `posterior_mean_weights` the Monte Carlo mean
     E[w] of `sample_weights`, `softmax_weights` the deterministic pass's softmax(psi),
-    `prior_pi_weights` the prior's pi and `prior_mean_weights` the mean of `prior_sample_weights`."""
+    `prior_pi_weights` the prior's pi and `prior_mean_weights` the mean of `prior_sample_weights`.
+    Every (.., C) list is in the order of `classes`; the headline's one-class numbers are for
+    `target` (an index, `target_class` its name)."""
     def lst(t: torch.Tensor | None):
         return None if t is None else _finite(t.detach().cpu().double().tolist())
 
     prior_draws = result.prior_sample_weights
     return {
-        "text": result.text, "tokens": result.tokens, "classes": result.classes,
+        "text": result.text, "tokens": result.tokens, **_classes(result),
         "model": result.model_name, "family": result.family,
         "stochastic_layers": result.stochastic_layers, "hyper": result.hyper,
         "n_samples": result.n_samples, "seed": result.seed, "truncated": result.truncated,
@@ -65,32 +67,40 @@ def weights_csv(result: ExplainResult) -> str:
 
 # ---- the explorer's downloads: what the page shows, for one layer and head ----------------------
 def view_header(result: ExplainResult, layer: int, head: int) -> dict:
-    """What a download of (layer, head) was made from: the text, model and every setting."""
+    """What a download of (layer, head) was made from: the text, model, the classes and the one
+    shown, and every setting."""
     return {
-        "text": result.text, "tokens": result.tokens, "classes": result.classes, "model": result.model_name,
+        "text": result.text, "tokens": result.tokens, **_classes(result), "model": result.model_name,
         "family": result.family, "hyper": dict(result.hyper), "n_samples": result.n_samples, "seed": result.seed,
         "truncated": result.truncated, "stochastic_layers": result.stochastic_layers,
         "layer": layer, "head": head, "bam_viz_version": package_version(),
     }
 
+def _classes(result: ExplainResult) -> dict:
+    """The classes, the one the one-class numbers are for (index and name) and the predicted one."""
+    return {"classes": list(result.classes), "target": result.target, "target_class": result.target_name,
+            "predicted": result.predicted}
+
+
 def view_headline(result: ExplainResult) -> dict:
     """The page's headline numbers, with the Monte Carlo standard errors it shows (None where one
-    is not estimable: fewer samples than its estimator needs) and how each is estimated. P(positive)
-    three ways (`bam_viz.inference.gaps`): E[f(z)] over the samples, f(E[w]) at their mean attention and
-    f(softmax) the deterministic pass; `gap` is Deng's E[f(z)] - f(E[w]), `gap_softmax` E[f(z)] - f(softmax)."""
-    i = result.positive_index
+    is not estimable: fewer samples than its estimator needs) and how each is estimated. The target
+    class's probability three ways (`bam_viz.inference.gaps`): E[f(z)] over the samples, f(E[w]) at
+    their mean attention and f(softmax) the deterministic pass; `gap` is Deng's E[f(z)] - f(E[w]),
+    `gap_softmax` E[f(z)] - f(softmax), both for the target."""
+    t = result.target
     se = result.se
     return {
-        "p_positive": float(result.mc_probs[i]),
-        "p_positive_mean_attention": float(result.mean_attention_probs[i]),
-        "p_positive_softmax": float(result.softmax_probs[i]),
+        "p_target": float(result.mc_probs[t]),
+        "p_target_mean_attention": float(result.mean_attention_probs[t]),
+        "p_target_softmax": float(result.softmax_probs[t]),
         "gap": result.gap, "gap_softmax": result.gap_softmax,
         "mutual_information": result.mutual_information,
         # bias-corrected from 3 samples (`ExplainResult.mutual_information`), the plug-in below
         "mutual_information_estimator": LABELS["mi_estimator"] if result.n_samples >= 3 else "plug-in",
         "mutual_information_plugin": result.mutual_information_plugin,
         "predictive_entropy": result.predictive_entropy, "expected_entropy": result.expected_entropy,
-        "se_p_positive": se.p_positive, "se_gap": se.gap, "se_gap_softmax": se.gap_softmax,
+        "se_p_target": se.p_target, "se_gap": se.gap, "se_gap_softmax": se.gap_softmax,
         "se_mutual_information": se.mutual_information, "se_estimators": dict(se.ESTIMATORS),
         "gap_distinguishable": result.gap_distinguishable,
     }
@@ -116,15 +126,15 @@ def view_json(result: ExplainResult, layer: int, head: int) -> dict:
         "prior_mean_weights": _significant(result.prior_mean_weights(layer, head)),
     }
 
-CSV_COLUMNS = ["sample", "sample_p_positive", "query", "key", "query_token", "key_token", "weight", "prior_draw",
+CSV_COLUMNS = ["sample", "sample_p_target", "query", "key", "query_token", "key_token", "weight", "prior_draw",
                "posterior_mean_weight", "posterior_mean_se", "softmax_weight", "prior_pi_weight", "prior_mean_weight"]
 
 
 def view_csv(result: ExplainResult, layer: int, head: int) -> str:
     """The same view in long form: "# name: JSON value" lines for the header and headline, then
-    one row per (sample, query, key) with the sample's P(positive), that cell's sampled weight and
-    prior draw, and the cell's (T, T) values as in `view_json` (`CSV_COLUMNS`; an empty cell is a
-    value that is not finite)."""
+    one row per (sample, query, key) with the sample's probability of the target class, that cell's
+    sampled weight and prior draw, and the cell's (T, T) values as in `view_json` (`CSV_COLUMNS`; an
+    empty cell is a value that is not finite)."""
     buf = io.StringIO()
     for name, value in {**view_header(result, layer, head), **view_headline(result)}.items():
         buf.write(f"# {name}: {json.dumps(value, ensure_ascii=False)}\n")
@@ -136,7 +146,7 @@ def view_csv(result: ExplainResult, layer: int, head: int) -> str:
         result.posterior_mean_weights[layer, head], result.posterior_mean_se[layer, head],
         result.softmax_weights[layer, head], result.prior_weights[layer, head],
         result.prior_mean_weights(layer, head))]
-    p = _significant(result.sample_probs[:, result.positive_index])                # (S,)
+    p = _significant(result.sample_probs[:, result.target])                      # (S,)
     T = len(result.tokens)
     for s in range(len(sampled)):
         for q in range(T):

@@ -16,36 +16,40 @@ import torch
 
 from bam_viz import families
 from bam_viz.core import metrics
+from bam_viz.core.task import resolve_target
 
 
 @dataclass(frozen=True)
 class MonteCarloErrors:
-    """Standard errors of the Monte Carlo estimates in an `ExplainResult`, over its S attention samples
-    (the estimators are defined in `bam_viz.inference.gaps` and docs/design.md, "The gap").
+    """Standard errors of the Monte Carlo estimates in an `ExplainResult` for its target class t, over
+    its S attention samples (the estimators are defined in `bam_viz.inference.gaps` and docs/design.md,
+    "The gap").
 
-    `p_positive`: E[f(z)], the mean of S values f(z_s)[positive]: sample sd / sqrt(S) (`metrics.mean_se`).
-    `gap`: E[f(z)] - f(E[w]), Deng et al.'s gap. f(E[w]) is a function of the same S samples, so
-    the SE is the delta method's, from each sample's slope of f(E[w]) (`metrics.delta_gap_se`).
-    `gap_softmax`: E[f(z)] - f(softmax). f(softmax) is one deterministic pass, so the gap is the
-    mean of the paired differences d_s = f(z_s) - f(softmax) and its SE is sd(d_s) / sqrt(S)
+    `p_target`: E[f(z)]_t, the mean of S values f(z_s)_t: sample sd / sqrt(S) (`metrics.mean_se`).
+    `gap`: E[f(z)]_t - f(E[w])_t, Deng et al.'s gap. f(E[w]) is a function of the same S samples, so
+    the SE is the delta method's, from each sample's slope of f(E[w])_t (`metrics.delta_gap_se`).
+    `gap_softmax`: E[f(z)]_t - f(softmax)_t. f(softmax) is one deterministic pass, so the gap is the
+    mean of the paired differences d_s = f(z_s)_t - f(softmax)_t and its SE is sd(d_s) / sqrt(S)
     (`metrics.paired_gap_se`).
     `mutual_information`: the jackknife SE of the bias-corrected estimate
-    (`metrics.mutual_information_jackknife`).
+    (`metrics.mutual_information_jackknife`); it is the same for every class.
 
     None means "not estimable": a spread needs two samples of a stochastic model (three for the
     mutual information, whose one-sample replicates always have MI 0). 0 means exact: a
     deterministic model (no Monte Carlo at all) or S identical samples. Never NaN.
     """
     ESTIMATORS: ClassVar[dict[str, str]] = {
-        "p_positive": "sample sd of the S per-sample P(positive) / √S",
+        "p_target": "sample sd of the S per-sample probabilities of the class / √S",
         "gap": "delta method: sd of the S differences f(z_s) − ∇f(E[w])·(w_s − E[w]) / √S",
         "gap_softmax": "sd of the S paired differences f(z_s) − f(softmax) / √S",
         "mutual_information": "jackknife, leaving out one attention sample at a time",
     }
     # The samples each error needs: a spread needs two; the MI jackknife three.
-    SAMPLES_NEEDED: ClassVar[dict[str, int]] = {"p_positive": 2, "gap": 2, "gap_softmax": 2, "mutual_information": 3}
+    SAMPLES_NEEDED: ClassVar[dict[str, int]] = {"p_target": 2, "gap": 2, "gap_softmax": 2, "mutual_information": 3}
+    # The rows of `class_standard_errors`: the errors that are one per class.
+    PER_CLASS: ClassVar[tuple[str, ...]] = ("p_target", "gap", "gap_softmax")
 
-    p_positive: float | None
+    p_target: float | None
     gap: float | None
     gap_softmax: float | None
     mutual_information: float | None
@@ -53,26 +57,65 @@ class MonteCarloErrors:
     estimator: str = "; ".join(f"{k}: {v}" for k, v in ESTIMATORS.items())
 
 
-def monte_carlo_errors(samples: np.ndarray, softmax_p: float, slopes: np.ndarray | None, positive: int,
-                       stochastic: bool) -> MonteCarloErrors:
-    """`MonteCarloErrors` of S per-sample predictive distributions `samples` (S, C), with f(softmax)'s
-    P(positive) `softmax_p` and f(E[w])'s slopes (S, C) (`ExplainResult.mean_attention_slopes`; None
-    where f(E[w]) is the deterministic pass: then both gaps are one); `stochastic` False for a model
-    with no random layer (every error 0). Each formula is a `bam_viz.core.metrics` function, which the
-    corpus scorer's `gap_softmax_se` calls too."""
+def _exact(samples: np.ndarray, stochastic: bool) -> bool:
+    """No Monte Carlo error at all: a model with no random layer, or S identical samples."""
+    return not stochastic or (samples.shape[0] >= 2 and bool((samples == samples[0]).all()))
+
+
+def class_standard_errors(samples: np.ndarray, softmax_probs: np.ndarray, slopes: np.ndarray | None,
+                          stochastic: bool) -> np.ndarray:
+    """(3, C) the Monte Carlo standard errors of `MonteCarloErrors.PER_CLASS` (E[f(z)]_c, Deng's gap
+    and the gap to the deterministic pass) for every class c, from S per-sample predictive
+    distributions `samples` (S, C), f(softmax) `softmax_probs` (C,) and f(E[w])'s slopes (S, C)
+    (`ExplainResult.mean_attention_slopes`; None where f(E[w]) is the deterministic pass: then both
+    gaps are one). NaN where not estimable (S < 2), 0 where exact (see `MonteCarloErrors`). Each
+    formula is a `bam_viz.core.metrics` function, which the corpus scorer's `gap_softmax_se` calls too."""
     samples = np.asarray(samples, dtype=np.float64)
-    S = samples.shape[0]
-    if not stochastic or (S >= 2 and (samples == samples[0]).all()):
-        return MonteCarloErrors(0.0, 0.0, 0.0, 0.0, S)
-    need = MonteCarloErrors.SAMPLES_NEEDED
-    if S < min(need.values()):
-        return MonteCarloErrors(None, None, None, None, S)
-    p = samples[:, positive]                                                     # (S,)
-    paired = metrics.paired_gap_se(p, softmax_p)
-    deng = paired if slopes is None else metrics.delta_gap_se(p, np.asarray(slopes)[:, positive])
-    mi = float(metrics.mutual_information_jackknife(samples[None])[1][0]) if S >= need["mutual_information"] else None
-    return MonteCarloErrors(p_positive=metrics.mean_se(p), gap=deng, gap_softmax=paired, mutual_information=mi,
-                            n_samples=S)
+    S, C = samples.shape
+    if _exact(samples, stochastic):
+        return np.zeros((3, C))
+    if S < MonteCarloErrors.SAMPLES_NEEDED["p_target"]:
+        return np.full((3, C), np.nan)
+    out = np.empty((3, C))
+    for c in range(C):
+        p = samples[:, c]                                                         # (S,)
+        paired = metrics.paired_gap_se(p, float(softmax_probs[c]))
+        deng = paired if slopes is None else metrics.delta_gap_se(p, np.asarray(slopes)[:, c])
+        out[:, c] = (metrics.mean_se(p), deng, paired)
+    return out
+
+
+def _mi_error(samples: np.ndarray, stochastic: bool, jackknife: Callable[[], float]) -> float | None:
+    """The mutual information's SE (`MonteCarloErrors`): 0 where exact, None under 3 samples, else
+    `jackknife()` (the result's cached jackknife, computed once for every class)."""
+    if _exact(samples, stochastic):
+        return 0.0
+    return float(jackknife()) if samples.shape[0] >= MonteCarloErrors.SAMPLES_NEEDED["mutual_information"] else None
+
+
+def _errors_of(per_class: np.ndarray, mi: float | None, n_samples: int) -> MonteCarloErrors:
+    """`MonteCarloErrors` from one class's column of `class_standard_errors` (NaN: None) and the MI's error."""
+    p, gap, gap_softmax = (None if np.isnan(v) else float(v) for v in per_class)
+    return MonteCarloErrors(p_target=p, gap=gap, gap_softmax=gap_softmax, mutual_information=mi, n_samples=n_samples)
+
+
+def _shared(fn):
+    """A property computed once per result and kept in its `_cache`, which every view of the result
+    for another class (`ExplainResult.for_target`) shares: what does not depend on the class shown is
+    computed once, whichever view asks first. Results are read-only, so it cannot go stale."""
+    name = fn.__name__
+
+    def get(self):
+        cache = self._cache
+        if name not in cache:
+            cache[name] = fn(self)
+        return cache[name]
+
+    def put(self, value):                        # a caller who knows better (a test's constant spread)
+        self._cache[name] = value
+
+    get.__doc__ = fn.__doc__
+    return property(get, put)
 
 
 class Note(str):
@@ -90,9 +133,16 @@ class Note(str):
 
 @dataclass
 class ExplainResult:
+    """What `explain()` gives for one sentence. Every (.., C) probability is in the order of `classes`
+    (the model's); the one-class numbers (`gap`, `gap_softmax`, `se`, and the panels that plot one
+    class) are for `target`, an index into `classes`: give a class name, an index or None (the
+    predicted class, the argmax of E[f(z)]), and it is resolved when the result is made
+    (`bam_viz.core.task.resolve_target`). `for_target` gives the same result for another class,
+    without a copy of its tensors."""
+
     text: str                          # the text actually encoded (after any truncation)
     tokens: list[str]                  # WordPiece tokens, [CLS] first and [SEP] last
-    classes: list[str]                 # ["negative", "positive"]
+    classes: list[str]                 # the model's classes, e.g. ["negative", "positive"]
     model_name: str
     family: str                        # attention family of the stochastic layers
     stochastic_layers: list[int]       # layers whose attention is random (the rest repeat over S)
@@ -132,9 +182,13 @@ class ExplainResult:
     posterior_params: dict[str, torch.Tensor] = field(default_factory=dict)
     prior_params: dict[str, torch.Tensor] = field(default_factory=dict)
     notes: list[Note] = field(default_factory=list)  # plain-language notices (truncation, no prior)
+    target: int | str | None = None    # the class the one-class numbers are for: an index once made
 
     def __post_init__(self):
         self.notes = [n if isinstance(n, Note) else Note(n) for n in self.notes]
+        self.classes = list(self.classes)
+        self.target = resolve_target(self.classes, self.target, self.mc_probs.tolist())
+        self._cache: dict[str, object] = {}          # `_shared` properties, shared by `for_target` views
         if self.prior_sample_weights is None:
             if self.prior_sampler is None:
                 raise ValueError("give prior_sample_weights or a prior_sampler")
@@ -165,10 +219,30 @@ class ExplainResult:
         prior's bars show); `prior_weights` is its pi."""
         return self.prior_draws(layer, head).double().mean(0).float()
 
-    # ---- summaries of the predictive distribution ------------------------------------------------
+    # ---- the class shown ---------------------------------------------------------------------------
+    def for_target(self, target: int | str | None) -> ExplainResult:
+        """This result with `target` (a class name, an index, or None / "predicted") as the class its
+        one-class numbers are for. The tensors, the prior's draws and what `_shared` computes are
+        shared, not copied: a class picked on the page costs nothing to show."""
+        index = resolve_target(self.classes, target, self.mc_probs.tolist())
+        if index == self.target:
+            return self
+        view = object.__new__(type(self))
+        view.__dict__.update(self.__dict__)          # every tensor and `_cache` itself, by reference
+        view.__dict__.pop("se", None)                # the one cached value that depends on the class
+        view.target = index
+        return view
+
     @property
-    def positive_index(self) -> int:
-        return self.classes.index("positive") if "positive" in self.classes else len(self.classes) - 1
+    def target_name(self) -> str:
+        return self.classes[self.target]
+
+    @property
+    def predicted(self) -> int:
+        """The index of the predicted class: the argmax of E[f(z)]."""
+        return resolve_target(self.classes, None, self.mc_probs.tolist())
+
+    # ---- summaries of the predictive distribution ------------------------------------------------
 
     def _samples(self) -> np.ndarray:
         return self.sample_probs.detach().cpu().double().numpy()[None]          # (1, S, C)
@@ -183,7 +257,7 @@ class ExplainResult:
         """E_z H[p(y|x,z)]: the aleatoric part (Depeweg et al. 2018, eq. 5)."""
         return float(metrics.expected_entropy(self._samples())[0])
 
-    @cached_property
+    @_shared
     def _mutual_information(self) -> tuple[float, float]:
         est, se = metrics.mutual_information_jackknife(self._samples())
         return float(est[0]), float(se[0])
@@ -195,7 +269,7 @@ class ExplainResult:
         H[mean p] - mean H[p] is biased low. Unclipped, so it can dip below 0 where the MI is ~0."""
         return self._mutual_information[0]
 
-    @cached_property
+    @_shared
     def mutual_information_interval(self) -> tuple[float, float] | None:
         """The interval the page shows around `mutual_information`: estimate x exp(-/+ 2 SE of its
         log), `metrics.mutual_information_interval`; (0, 0) where exact, None where S < 3."""
@@ -211,26 +285,32 @@ class ExplainResult:
 
     @property
     def gap(self) -> float:
-        """E[f(z)] - f(E[w]) for P(positive): Deng et al.'s gap, with E[w] the Monte Carlo mean of
+        """E[f(z)] - f(E[w]) for the target class: Deng et al.'s gap, with E[w] the Monte Carlo mean of
         each stochastic layer's weights (`bam_viz.inference.gaps`); the explorer's headline."""
-        i = self.positive_index
-        return float(self.mc_probs[i] - self.mean_attention_probs[i])
+        t = self.target
+        return float(self.mc_probs[t] - self.mean_attention_probs[t])
 
     @property
     def gap_softmax(self) -> float:
-        """E[f(z)] - f(softmax) for P(positive): against the deterministic pass a BAM model predicts with."""
-        i = self.positive_index
-        return float(self.mc_probs[i] - self.softmax_probs[i])
+        """E[f(z)] - f(softmax) for the target class: against the deterministic pass a BAM model predicts with."""
+        t = self.target
+        return float(self.mc_probs[t] - self.softmax_probs[t])
+
+    @_shared
+    def class_errors(self) -> np.ndarray:
+        """(3, C) the Monte Carlo standard errors of E[f(z)] and both gaps for every class
+        (`class_standard_errors`, rows `MonteCarloErrors.PER_CLASS`; NaN where not estimable)."""
+        slopes = None if self.mean_attention_slopes is None else self.mean_attention_slopes.double().numpy()
+        return class_standard_errors(self._samples()[0], self.softmax_probs.detach().cpu().double().numpy(),
+                                     slopes, bool(self.stochastic_layers))
 
     @cached_property
     def se(self) -> MonteCarloErrors:
-        """Standard errors of E[f(z)], both gaps and the mutual information (see `MonteCarloErrors`).
-
-        Cached: results are read-only."""
-        slopes = None if self.mean_attention_slopes is None else self.mean_attention_slopes.double().numpy()
-        return monte_carlo_errors(self.sample_probs.detach().cpu().double().numpy(),
-                                  float(self.softmax_probs[self.positive_index]), slopes, self.positive_index,
-                                  bool(self.stochastic_layers))
+        """Standard errors of E[f(z)] and both gaps for the target class, and of the mutual
+        information (see `MonteCarloErrors`). Cached: results are read-only."""
+        samples = self._samples()[0]                                              # (S, C)
+        mi = _mi_error(samples, bool(self.stochastic_layers), lambda: self._mutual_information[1])
+        return _errors_of(self.class_errors[:, self.target], mi, samples.shape[0])
 
     @property
     def gap_distinguishable(self) -> bool | None:
@@ -241,14 +321,14 @@ class ExplainResult:
         se = self.se.gap
         return None if se is None else abs(self.gap) > 2 * se
 
-    @cached_property
+    @_shared
     def posterior_mean_weights(self) -> torch.Tensor:
         """(L, H, T, T) E[w]: the Monte Carlo mean of the S sampled normalised weights, what f(E[w])
         is evaluated at. For Weibull and Lognormal scores it is not softmax(psi) (`softmax_weights`):
         normalising pulls it towards uniform, the more the smaller k or the larger sigma."""
         return self.sample_weights.double().mean(0).float()
 
-    @cached_property
+    @_shared
     def posterior_mean_se(self) -> torch.Tensor:
         """(L, H, T, T) the Monte Carlo standard error of each cell of `posterior_mean_weights`,
         sample sd / sqrt(S); 0 in deterministic layers, NaN in a stochastic one drawn once."""
@@ -260,7 +340,7 @@ class ExplainResult:
             return out.float()
         return (w.std(0, correction=1) / S**0.5).float()
 
-    @cached_property
+    @_shared
     def spread(self) -> torch.Tensor:
         """(L, H) mean over queries and keys of the standard deviation of sampled weights.
 

@@ -36,9 +36,10 @@ import numpy as np
 import torch
 
 MAP_SAMPLES = 3                 # sampled maps drawn beside the mean, softmax and std maps: two rows of three
-# The headline's numbers per frame (`bam_viz.inference.gaps` defines them): E[f(z)] and its SE; f(E[w]) and
-# Deng's gap with its jackknife SE; f(softmax) and the gap against it with its paired SE; the
-# bias-corrected mutual information, its SE and the interval shown; the expected entropy.
+# The headline's numbers per frame and class (`bam_viz.inference.gaps` defines them): the class's E[f(z)]
+# and its SE; f(E[w]) and Deng's gap with its delta-method SE; f(softmax) and the gap against it with
+# its paired SE; then what is one for every class: the bias-corrected mutual information, its SE and
+# the interval shown, and the expected entropy.
 STATS = ("p_mc", "p_se", "p_mean_attention", "gap", "gap_se", "p_softmax", "gap_softmax", "gap_softmax_se",
          "mi", "mi_se", "mi_lo", "mi_hi", "expected_entropy")
 # Per frame and stochastic layer: the Monte Carlo mean of the sampled weights, their std, 5% and 95%
@@ -55,10 +56,11 @@ FRAME_TIMEOUT_S = 300.0         # a frame not answered by then is made in the se
 
 @dataclass(frozen=True)
 class Frame:
-    """The sentence at one posterior value: what does not depend on the selected head or query."""
+    """The sentence at one posterior value: what does not depend on the selected head or query, for
+    every class at once, so that the page picks the class it shows without a frame made again."""
 
-    stats: np.ndarray               # (len(STATS),) NaN where an error is not estimable
-    p_samples: np.ndarray           # (S,) P(positive) of each attention sample
+    stats: np.ndarray               # (C, len(STATS)) row c: the headline for class c; NaN: an error not estimable
+    p_samples: np.ndarray           # (S, C) float32 f(z_s): each attention sample's predictive distribution
     spread: np.ndarray              # (L, H)
     kl: np.ndarray                  # (B, L, H) KL(q || prior) at every prior value, nats
     maps: dict                      # stochastic layer -> (H, 4 + MAP_SAMPLES', W, W) float16, MAP_KINDS then samples
@@ -97,18 +99,27 @@ def _nan(x: float | None) -> float:
     return float("nan") if x is None else float(x)
 
 
+def class_stats(r) -> np.ndarray:
+    """(C, len(STATS)) the headline's numbers of an `ExplainResult` with each class c as the target
+    (row c is what `r.for_target(c)` shows: its gaps, in float64 from the float32 probabilities)."""
+    mc, mean, soft = (p.detach().cpu().double().numpy() for p in (r.mc_probs, r.mean_attention_probs, r.softmax_probs))
+    errors = r.class_errors                                                   # (3, C)
+    mi_lo, mi_hi = r.mutual_information_interval or (None, None)
+    columns = {"p_mc": mc, "p_se": errors[0], "p_mean_attention": mean, "gap": mc - mean, "gap_se": errors[1],
+               "p_softmax": soft, "gap_softmax": mc - soft, "gap_softmax_se": errors[2],
+               "mi": r.mutual_information, "mi_se": _nan(r.se.mutual_information), "mi_lo": _nan(mi_lo),
+               "mi_hi": _nan(mi_hi), "expected_entropy": r.expected_entropy}
+    return np.stack([np.broadcast_to(np.asarray(columns[name], dtype=np.float64), mc.shape) for name in STATS], 1)
+
+
 def make_frame(model, text: str, n_samples: int, seed: int, hyper: dict, window: list[int],
                weights: bool = False) -> FrameParts:
-    """`explain()` at `hyper`, reduced to a frame: the headline's estimates and Monte Carlo errors,
-    each sample's P(positive), the spread, and every stochastic head's mean, std, 5% and 95% maps
-    and MAP_SAMPLES sampled maps in the token `window`."""
+    """`explain()` at `hyper`, reduced to a frame: the headline's estimates and Monte Carlo errors for
+    every class (`class_stats`), each sample's predictive distribution, the spread, and every
+    stochastic head's mean, std, 5% and 95% maps and MAP_SAMPLES sampled maps in the token `window`.
+    A frame serves every class: which one the page shows is picked when a payload is packed."""
     r = model.explain(text, n_samples=n_samples, seed=seed, cache=False, **hyper)
-    pos, se = r.positive_index, r.se
-    mi_lo, mi_hi = r.mutual_information_interval or (None, None)
-    stats = np.array([float(r.mc_probs[pos]), _nan(se.p_positive), float(r.mean_attention_probs[pos]), r.gap,
-                      _nan(se.gap), float(r.softmax_probs[pos]), r.gap_softmax, _nan(se.gap_softmax),
-                      r.mutual_information, _nan(se.mutual_information), _nan(mi_lo), _nan(mi_hi),
-                      r.expected_entropy])
+    stats = class_stats(r)
     idx = torch.tensor(window)
     maps = {}
     for layer in r.stochastic_layers:
@@ -121,7 +132,7 @@ def make_frame(model, text: str, n_samples: int, seed: int, hyper: dict, window:
         q = quantiles(w, (0.05, 0.95))
         parts = [mean, std, q[0], q[1], *w[:MAP_SAMPLES]]
         maps[layer] = torch.stack(parts, 1).half().numpy()                        # (H, K, W, W)
-    return FrameParts(stats=stats, p_samples=r.sample_probs[:, pos].double().numpy(),
+    return FrameParts(stats=stats, p_samples=r.sample_probs.float().numpy().copy(),
                       spread=r.spread.double().numpy(), maps=maps,
                       softmax_weights=r.softmax_weights.clone() if weights else None,
                       prior_weights=r.prior_weights.clone() if weights else None)

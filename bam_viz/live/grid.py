@@ -16,7 +16,9 @@ every layer, whatever k), so one pass serves every (posterior, prior) pair. The 
 use that pass's prior, where `explain()` draws the prior of each sample's keys above the first
 stochastic layer (for the first, the two agree).
 
-`summary_payload` and `inside_payload` pack what the page's two chart components draw, in the
+A frame holds every class (`bam_viz.live.frames.class_stats`): the class the summary shows, its
+`target`, is picked when the payload is packed, so choosing another class on the page makes no frame
+again. `summary_payload` and `inside_payload` pack what the page's two chart components draw, in the
 format of `bam_viz.live.wire`.
 """
 
@@ -31,7 +33,9 @@ import torch
 
 from bam_viz.core.grids import with_value
 from bam_viz.core.inputs import check_n_samples, check_seed, check_text
-from bam_viz.core.labels import LABELS
+from bam_viz.core.labels import LABELS, labels
+from bam_viz.core.task import entropy_bound, resolve_target
+from bam_viz.core.text import display_token
 from bam_viz.families.sampling import masked_log_softmax
 from bam_viz.inference.explain import PriorDraws, lower_states
 from bam_viz.inference.result import MonteCarloErrors, log10_density, log10_range
@@ -52,6 +56,7 @@ from bam_viz.plots.captions import gap_sentence
 from bam_viz.plots.format import SE_DIGITS, SE_MAX_DIGITS, samples_needed
 from bam_viz.plots.style import (
     BAR_TICK_TOKENS,
+    CLASS_BARS,
     KL_DECADES,
     MAX_TICK_TOKENS,
     PAGE_COLOURS,
@@ -89,14 +94,20 @@ def nearest_first(n: int, start: int) -> list[int]:
 class LiveGrid:
     """One sentence at every slider value; frames are made on demand or by `start()` in the background.
 
-    `window`: the token indices the maps show (all tokens of a short sentence). Thread-safe: the
+    `window`: the token indices the maps show (all tokens of a short sentence). `target`: the class
+    its summary shows unless a payload asks for another (a name or an index of the model's classes;
+    None or "predicted": the class predicted at the payload's slider value). Thread-safe: the
     app's sessions share grids, and the workers fill them."""
 
     def __init__(self, model, text: str, n_samples: int, seed: int, window: list[int] | None = None,
-                 **others: float):
+                 target: int | str | None = None, **others: float):
         check_text(text)
         n_samples, seed = check_n_samples(n_samples), check_seed(seed)
         self.model, self.text, self.n_samples, self.seed = model, text, n_samples, seed
+        self.classes = tuple(model.classes)
+        if target is not None and target != "predicted":
+            target = resolve_target(self.classes, target)
+        self.target = target
         self.others = tuple(sorted(others.items()))
         family = model.attention_family
         self.family = family
@@ -135,7 +146,8 @@ class LiveGrid:
     @torch.inference_mode()
     def _softmax_pass(self, lower) -> None:
         model = self.model
-        _, traces, _ = model.upper(lower.x, lower.mask, mode=Mode.MEAN, hyper=self.base, trace=Trace.STATS)
+        logits, traces, _ = model.upper(lower.x, lower.mask, mode=Mode.MEAN, hyper=self.base, trace=Trace.STATS)
+        self.softmax_probs = logits.softmax(-1)[0].double().cpu().numpy()               # (C,) f(softmax)
         first = len(lower.traces)
         self.stochastic_layers = [i for i in model.config.stochastic_layers] if model.stochastic else []
         self.scored = [i for i in range(first, first + len(traces))
@@ -169,6 +181,19 @@ class LiveGrid:
             sums = self.family.kl_sums(self.log_p, self.log_pi, valid, hypers)            # (B, Ls, H)
         out[:, self.scored] = sums.cpu().numpy()
         return out
+
+    def target_at(self, current: int, target: int | str | None = None) -> int:
+        """The index of the class a payload at posterior value `current` shows: `target`, else the
+        grid's own, and for None or "predicted" the argmax of E[f(z)] at `current` (at the nearest
+        value made while it is not, and f(softmax) before any frame is)."""
+        target = self.target if target is None else target
+        if target is not None and target != "predicted":
+            return resolve_target(self.classes, target)
+        made = [i for i, f in enumerate(self.frames) if f is not None]
+        if not made:
+            return resolve_target(self.classes, None, self.softmax_probs)
+        nearest = min(made, key=lambda i: (abs(i - current), i))
+        return resolve_target(self.classes, None, self.frames[nearest].stats[:, STATS.index("p_mc")])
 
     # ---- frames ----------------------------------------------------------------------------------
     def frame(self, i: int) -> Frame:
@@ -344,21 +369,23 @@ class LiveGrid:
                 curves(len(self.prior_values), lambda j: self.hyper_at(0, j), 1))
 
 
-def sweep_of(grid: LiveGrid):
-    """The frames made so far as a `bam_viz.inference.sweep.Sweep` over the posterior slider (its captions and
-    figure read it); None without a posterior slider or with fewer than 2 samples."""
+def sweep_of(grid: LiveGrid, target: int | str | None = None, current: int = 0):
+    """The frames made so far as a `bam_viz.inference.sweep.Sweep` over the posterior slider, for the
+    class `grid.target_at(current, target)` (its captions and figure read it); None without a
+    posterior slider or with fewer than 2 samples."""
     from bam_viz.inference.sweep import Sweep
 
     if grid.posterior_spec is None or grid.n_samples < 2:
         return None
+    t = grid.target_at(current, target)
     made = [i for i, f in enumerate(grid.frames) if f is not None]
-    stats = np.stack([grid.frames[i].stats for i in made])
+    stats = np.stack([grid.frames[i].stats[t] for i in made])
     col = {name: stats[:, k] for k, name in enumerate(STATS)}
     return Sweep(name=grid.posterior_spec.name, values=np.asarray([grid.values[i] for i in made]),
                  p_mc=col["p_mc"], p_mc_se=col["p_se"], p_mean_attention=col["p_mean_attention"],
                  p_softmax=col["p_softmax"], mutual_information=col["mi"],
                  trained=grid.model.trained_hyper.get(grid.posterior_spec.name), scale=grid.posterior_spec.scale,
-                 n_samples=grid.n_samples, seed=grid.seed)
+                 n_samples=grid.n_samples, seed=grid.seed, classes=grid.classes, target=t)
 
 
 def _slider(spec, values, trained, current: int) -> dict | None:
@@ -379,6 +406,7 @@ def page_style(kind: str) -> dict:
     for the page to fill), for the inside the colour scales, fixed ranges and token label limits."""
     style = {"colours": dict(PAGE_COLOURS)}
     if kind == "summary":
+        style["class_bars"] = CLASS_BARS                                             # `shown_classes`'s rule
         style["se_digits"] = {"digits": SE_DIGITS, "max_digits": SE_MAX_DIGITS}     # `se_digits`'s rule
         style["samples_needed"] = {q: samples_needed(q) for q in MonteCarloErrors.ESTIMATORS}
         style["gap_sentence"] = {"distinguishable": gap_sentence(True, "{two_se}"),
@@ -390,25 +418,37 @@ def page_style(kind: str) -> dict:
     return style
 
 
-def summary_payload(grid: LiveGrid, current: int, extra: dict | None = None) -> bytes:
-    """What the headline, the sweep and the prediction panel draw, at every posterior value made so far."""
-    G, S = len(grid.values), grid.n_samples
+def summary_payload(grid: LiveGrid, current: int, extra: dict | None = None,
+                    target: int | str | None = None) -> bytes:
+    """What the headline, the sweep and the prediction panel draw, at every posterior value made so
+    far, for the class `grid.target_at(current, target)`: its headline numbers `stats` (G, len(STATS))
+    and each sample's probability of it `p_samples` (G, S), and for the predictive distribution
+    `class_probs` (G, 4, C): every class's E[f(z)], the 5% and 95% points of its samples, and f(softmax).
+    The header names the classes, the target and the class predicted at `current`."""
+    G, S, C = len(grid.values), grid.n_samples, len(grid.classes)
+    t = grid.target_at(current, target)
     stats = np.full((G, len(STATS)), np.nan)
     p = np.full((G, S), np.nan)
+    classes = np.full((G, 4, C), np.nan)
+    mc, soft = STATS.index("p_mc"), STATS.index("p_softmax")
     for i, f in enumerate(grid.frames):
         if f is not None:
-            stats[i], p[i] = f.stats, f.p_samples
+            stats[i], p[i] = f.stats[t], f.p_samples[:, t]
+            classes[i, 0], classes[i, 3] = f.stats[:, mc], f.stats[:, soft]
+            classes[i, 1:3] = np.quantile(f.p_samples.astype(np.float64), (0.05, 0.95), axis=0)
     ready = grid.ready
     header = {
-        "kind": "summary", "id": _digest("summary", id(grid), ready), "ready": ready,
-        "n_samples": S, "seed": grid.seed, "model": grid.model.name, "stats": list(STATS), "labels": LABELS,
-        "style": page_style("summary"),
+        "kind": "summary", "id": _digest("summary", id(grid), ready, t), "ready": ready,
+        "n_samples": S, "seed": grid.seed, "model": grid.model.name, "stats": list(STATS),
+        "labels": labels(display_token(grid.classes[t]), C), "style": page_style("summary"),
+        "classes": list(grid.classes), "target": t, "predicted": grid.target_at(current, "predicted"),
+        "entropy_bound": entropy_bound(C),
         "stochastic": bool(grid.stochastic_layers),
         "slider": _slider(grid.posterior_spec, grid.values, grid.model.trained_hyper.get(
             grid.posterior_spec.name) if grid.posterior_spec else None, current),
         **(extra or {}),
     }
-    return pack(header, {"stats": finite32(stats), "p_samples": finite32(p)})
+    return pack(header, {"stats": finite32(stats), "p_samples": finite32(p), "class_probs": finite32(classes)})
 
 
 def inside_payload(grid: LiveGrid, current: int, prior_current: int, layer: int, head: int, query: int,

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from bam_viz.core.labels import LABELS
+from bam_viz.core.labels import LABELS, entropy_bound_label, probability
+from bam_viz.core.task import entropy_bound
 from bam_viz.core.text import display_token
 from bam_viz.inference.result import ExplainResult
 from bam_viz.plots import kit
 from bam_viz.plots.format import samples_needed, se_digits, signed, with_se
-from bam_viz.plots.style import CONFIDENT_NATS, KL_DECADES, LN2
+from bam_viz.plots.style import CONFIDENT_SHARE, KL_DECADES
 from bam_viz.plots.tokens import clip, shown_indices, window_text
 from bam_viz.plots.wording import Facts, count, entropy_parts, mi_estimator, mi_how
 
@@ -145,21 +146,36 @@ def sampled_maps_caption(result: ExplainResult, layer: int, head: int, relative:
             f"cells {std.mean():.3f}). {scale}{window}")
 
 
+def _class(result: ExplainResult, c: int) -> str:
+    """Class c's name as it is shown (`display_token`)."""
+    return display_token(result.classes[c])
+
+
+def _answer(result: ExplainResult) -> str:
+    """The predicted class, said of the class shown: "positive", or "the model's answer is neutral"
+    where the panel shows another class."""
+    predicted = _class(result, result.predicted)
+    return predicted if result.predicted == result.target else f"the model's answer is {predicted}"
+
+
 def prediction_caption(result: ExplainResult) -> str:
+    """The prediction panel's prose, for the class it shows (`result.target`)."""
     facts = Facts.of(result)
-    i = result.positive_index
+    i = result.target
+    p_name = probability(_class(result, i))
     mc = float(result.mc_probs[i])
     mean_attention, softmax = float(result.mean_attention_probs[i]), float(result.softmax_probs[i])
     p = kit.finite(result.sample_probs[:, i])
     lo, hi = (float(p.min()), float(p.max())) if p.size else (mc, mc)
-    verdict = "positive" if mc >= 0.5 else "negative"
+    verdict = _answer(result)
+    bound = entropy_bound_label(len(result.classes))
     if not facts.stochastic_layers:
-        return (f"This model's attention is deterministic: one pass gives P(positive) = {mc:.3f} "
+        return (f"This model's attention is deterministic: one pass gives {p_name} = {mc:.3f} "
                 f"({verdict}), so E[f(z)], f(E[w]) and f(softmax) coincide and all of the uncertainty, "
-                f"{result.predictive_entropy:.3f} nats (at most ln 2 = {LN2:.3f}), is aleatoric. "
+                f"{result.predictive_entropy:.3f} nats (at most {bound}), is aleatoric. "
                 f"{uncertainty_verdict(result)}")
     aleatoric, epistemic, total = entropy_parts(result)
-    entropy = (f"Of the total uncertainty {total:.3f} nats (at most ln 2 = {LN2:.3f}), {aleatoric:.3f} is "
+    entropy = (f"Of the total uncertainty {total:.3f} nats (at most {bound}), {aleatoric:.3f} is "
                f"aleatoric, the doubt each attention sample keeps on its own, and {epistemic:.3f} is epistemic, "
                f"from the samples disagreeing (the mutual information, {mi_how(facts.n_samples)}). "
                f"{uncertainty_verdict(result)}")
@@ -167,13 +183,14 @@ def prediction_caption(result: ExplainResult) -> str:
     if facts.n_samples < 2:
         mean = "" if facts.dropout else (f"; at one sample E[w] is that sample's weights, so f(E[w]) = "
                                          f"{mean_attention:.3f} (red dashes)")
-        return (f"Only {facts.samples()} was drawn: it gives E[f(z)] = {mc:.3f} (green, {verdict}); the "
+        return (f"Only {facts.samples()} was drawn: it gives {p_name} = E[f(z)] = {mc:.3f} (green, {verdict}); the "
                 f"deterministic pass, every stochastic layer at softmax(ψ), gives {softmax_says}{mean}. The gap "
                 f"to the deterministic pass, {signed(mc - softmax)}, rests on one draw, and one sample cannot "
                 f"disagree with itself, so the epistemic part is 0 until n_samples is at least 2. {entropy}")
     gap = " ".join(with_se(result, "gap", result.gap, sign=True))
-    spread = (f"Each of the {facts.samples()} gives its own P(positive), from {lo:.2f} to {hi:.2f}. Averaging "
-              f"them gives E[f(z)] = {mc:.3f} (green, the model's answer: {verdict}).")
+    answer = f"the model's answer: {verdict}" if result.predicted == i else verdict
+    spread = (f"Each of the {facts.samples()} gives its own {p_name}, from {lo:.2f} to {hi:.2f}. Averaging "
+              f"them gives E[f(z)] = {mc:.3f} (green, {answer}).")
     if facts.dropout:      # the randomness is in the dropout masks, whose mean keeps every unit (inference.gaps)
         return (f"{spread} Dropout makes this model random, not drawn attention weights, so f(E[z]) is the "
                 f"deterministic pass, dropout off: {softmax_says}, on the red dashes. The gap, {gap}, is what "
@@ -188,9 +205,10 @@ def prediction_caption(result: ExplainResult) -> str:
 
 
 def uncertainty_verdict(result: ExplainResult) -> str:
-    """One plain sentence on how much uncertainty there is and where it comes from."""
+    """One plain sentence on how much uncertainty there is and where it comes from: "sure" under a
+    tenth of the largest entropy over the model's classes (`CONFIDENT_SHARE` of ln K)."""
     aleatoric, epistemic, total = entropy_parts(result)
-    if total < CONFIDENT_NATS:
+    if total < CONFIDENT_SHARE * entropy_bound(len(result.classes)):
         return "The model is sure of this sentence."
     if epistemic >= aleatoric:
         return "Most of the doubt comes from attention: the samples read the sentence differently."
@@ -291,7 +309,8 @@ def sweep_caption(sweep, current: float | None = None) -> str:
         i = sweep.nearest(current)
         now = (f"; at {name} ≈ {sweep.values[i]:.3g}, E[f(z)] = {sweep.p_mc[i]:.3f} ± {sweep.p_mc_se[i]:.3f}, "
                f"f(E[w]) = {sweep.p_mean_attention[i]:.3f} and f(softmax) = {sweep.p_softmax[i]:.3f}")
-    return (f"Green: E[f(z)], the average over {count(sweep.n_samples, 'attention sample')}, with a band of "
+    return (f"Green: E[f(z)] of {probability(display_token(sweep.target_name))}, the average over "
+            f"{count(sweep.n_samples, 'attention sample')}, with a band of "
             f"± 2 Monte Carlo standard errors; red dashes: f(E[w]), one pass at the samples' mean attention; "
             f"purple dots: f(softmax), the deterministic pass; orange: the mutual information. "
             f"{where}{now}. Where the red line leaves the green band, averaging predictions is not predicting "

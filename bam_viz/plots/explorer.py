@@ -17,15 +17,16 @@ import warnings
 import numpy as np
 import plotly.graph_objects as go
 
-from bam_viz.core.labels import LABELS
+from bam_viz.core.labels import LABELS, entropy_bound_label, probability
+from bam_viz.core.task import entropy_bound
 from bam_viz.inference.result import ExplainResult
 from bam_viz.plots import kit
+from bam_viz.plots.classes import class_label
 from bam_viz.plots.style import (
     ALEATORIC_COLOUR,
     AXIS_TITLE_CHARS,
     DETERMINISTIC_COLOUR,
     KL_DECADES,
-    LN2,
     MARKER_COLOUR,
     MAX_TICK_TOKENS,
     MC_BAND_FILL,
@@ -266,10 +267,13 @@ def sampled_maps_figure(result: ExplainResult, layer: int, head: int, n_show: in
 
 # ---- panel 3: the prediction --------------------------------------------------------------------
 def prediction_figure(result: ExplainResult, bins: int = 20) -> go.Figure:
-    """Histogram of P(positive) over attention samples, with E[f(z)] (their average, the model's
-    answer), f(E[w]) (one pass at the samples' mean weights: Deng et al.'s f(E[z])) and f(softmax)
-    (the deterministic pass) marked, each in its own colour and dash (`bam_viz.inference.gaps`)."""
-    i = result.positive_index
+    """Histogram of the target class's probability over attention samples, with E[f(z)] (their
+    average, the model's answer), f(E[w]) (one pass at the samples' mean weights: Deng et al.'s
+    f(E[z])) and f(softmax) (the deterministic pass) marked, each in its own colour and dash
+    (`bam_viz.inference.gaps`), and chance, 1/K, dotted. `bam_viz.plots.classes.class_figure` shows
+    every class."""
+    i = result.target
+    p_name = probability(class_label(result.target_name))
     p = np.clip(kit.finite(result.sample_probs[:, i]), 0.0, 1.0)                # (S,)
     counts, edges = np.histogram(p, bins=bins, range=(0.0, 1.0))
     centres = (edges[:-1] + edges[1:]) / 2
@@ -280,7 +284,7 @@ def prediction_figure(result: ExplainResult, bins: int = 20) -> go.Figure:
     data = [
         {"type": "bar", "x": centres, "y": counts, "width": float(edges[1] - edges[0]),
          "name": "attention samples", "marker": {"color": POSTERIOR_COLOUR}, "opacity": 0.6,
-         "hovertemplate": "P(positive) ≈ %{x:.2f}<br>%{y} samples<extra></extra>"},
+         "hovertemplate": f"{p_name} ≈ %{{x:.2f}}<br>%{{y}} samples<extra></extra>"},
         {"type": "scatter", "x": p, "y": np.full_like(p, -0.04 * top), "mode": "markers",
          "name": "each sample", "showlegend": False,
          "marker": {"symbol": "line-ns-open", "size": 10, "color": POSTERIOR_COLOUR},
@@ -292,20 +296,22 @@ def prediction_figure(result: ExplainResult, bins: int = 20) -> go.Figure:
         data.append({"type": "scatter", "x": [x, x], "y": [0.0, top], "mode": "lines", "name": name,
                      "line": {"color": colour, "dash": dash, "width": 3},
                      "hovertemplate": f"{x:.3f}<extra>{name}</extra>"})
-    chance = {"type": "line", "xref": "x", "yref": "y domain", "x0": 0.5, "x1": 0.5, "y0": 0, "y1": 1,
+    chance = 1 / len(result.classes)
+    chance = {"type": "line", "xref": "x", "yref": "y domain", "x0": chance, "x1": chance, "y0": 0, "y1": 1,
               "line": {"color": THRESHOLD_COLOUR, "width": 1, "dash": "dot"}}
     # t: room for the legend's four rows in a narrow column, under the title.
     return kit.figure(data, kit.margin(kit.layout(
-        f"P(positive) across {Facts.of(result).samples()}", 380, bargap=0.05, shapes=[chance],
-        xaxis=kit.axis(title={"text": "P(positive)"}, range=[-0.02, 1.02]),
+        f"{p_name} across {Facts.of(result).samples()}", 380, bargap=0.05, shapes=[chance],
+        xaxis=kit.axis(title={"text": p_name}, range=[-0.02, 1.02]),
         yaxis=kit.axis(title={"text": "number of samples"}, range=[-0.08 * top, top]),
     ), l=60, b=50, t=120))
 
 
 def entropy_figure(result: ExplainResult) -> go.Figure:
     """Total predictive entropy as one bar: expected entropy (aleatoric) + mutual information
-    (epistemic, bias-corrected by the jackknife from 3 samples)."""
+    (epistemic, bias-corrected by the jackknife from 3 samples), on an axis to its bound ln K."""
     aleatoric, epistemic, total = entropy_parts(result)
+    bound = entropy_bound(len(result.classes))
     data = [
         {"type": "bar", "y": ["uncertainty"], "x": [max(value, 0.0)], "name": name, "orientation": "h",
          "marker": {"color": colour}, "text": [f"{value:.3f}"], "textposition": "inside",
@@ -316,8 +322,8 @@ def entropy_figure(result: ExplainResult) -> go.Figure:
     ]
     # Two title lines and a legend of two rows in a narrow column: a taller top margin.
     return kit.figure(data, kit.margin(kit.layout(
-        f"Predictive entropy {total:.3f} nats<br>(at most ln 2 = {LN2:.3f})", 220, barmode="stack",
-        yaxis=kit.axis(visible=False), xaxis=kit.axis(range=[0, max(LN2, total) * 1.02]),
+        f"Predictive entropy {total:.3f} nats<br>(at most {entropy_bound_label(len(result.classes))})", 220,
+        barmode="stack", yaxis=kit.axis(visible=False), xaxis=kit.axis(range=[0, max(bound, total) * 1.02]),
     ), t=110, b=30))
 
 
@@ -406,7 +412,7 @@ def layer_head_figure(result: ExplainResult, which: str = "spread",
 
 # ---- the sweep: prediction and doubt over a slider's whole range --------------------------------
 def sweep_figure(sweep, current: float | None = None) -> go.Figure:  # sweep: a bam_viz.inference.sweep.Sweep
-    """P(positive) by E[f(z)] (with a band of +/- 2 Monte Carlo standard errors), by f(E[w]) (at
+    """P(target) by E[f(z)] (with a band of +/- 2 Monte Carlo standard errors), by f(E[w]) (at
     the samples' mean attention) and by f(softmax) (the deterministic pass), and the mutual
     information (bias-corrected by the jackknife from 3 samples), against the swept hyperparameter;
     the current and the trained values marked. Two rows sharing the x axis (log for a log slider)."""
@@ -417,6 +423,7 @@ def sweep_figure(sweep, current: float | None = None) -> go.Figure:  # sweep: a 
     mi = np.clip(mi_value, 0.0, None)           # drawn from 0; the hover says the estimate itself
     lo, hi = np.clip(mc - 2 * se, 0.0, 1.0), np.clip(mc + 2 * se, 0.0, 1.0)
     name = html.escape(sweep.name)
+    p_name = probability(class_label(sweep.target_name))
     mi_name = f"mutual information (nats), {mi_estimator(sweep.n_samples)}"
     data = [
         {"type": "scatter", "x": np.concatenate([x, x[::-1]]), "y": np.concatenate([hi, lo[::-1]]),
@@ -455,9 +462,9 @@ def sweep_figure(sweep, current: float | None = None) -> go.Figure:  # sweep: a 
     xaxis = kit.axis(type="log" if sweep.scale == "log" else "linear", title={"text": name}, anchor="y2")
     top_mi = max(float(mi.max(initial=0.0)) * 1.15, 0.01)
     return kit.figure(data, kit.margin(kit.layout(
-        f"P(positive) and the mutual information at every {name} ({sweep.n_samples} samples, seed {sweep.seed})",
+        f"{p_name} and the mutual information at every {name} ({sweep.n_samples} samples, seed {sweep.seed})",
         440, shapes=shapes, annotations=notes,
         xaxis=xaxis,
-        yaxis=kit.axis(title={"text": "P(positive)"}, range=[-0.02, 1.02], domain=[0.42, 0.92]),
+        yaxis=kit.axis(title={"text": p_name}, range=[-0.02, 1.02], domain=[0.42, 0.92]),
         yaxis2=kit.axis(title={"text": "MI (nats)"}, range=[0, top_mi], domain=[0.0, 0.3]),
     ), l=70, b=50, t=135))

@@ -7,8 +7,6 @@ everywhere: the prior grey, the posterior blue, E[f(z)] green, f(E[w]) red, f(so
 
 from __future__ import annotations
 
-import math
-
 import plotly.colors
 
 from bam_viz.core.labels import LABELS
@@ -23,8 +21,8 @@ PREDICTION_MC = f"{LABELS['mc']}: average over samples"
 DETERMINISTIC_COLOUR = "#e0e0e0"
 MAX_TICK_TOKENS = 40          # above this many tokens, the bars and maps show a window of them
 TOKEN_WINDOW = 24            # a sentence of more tokens than MAX_TICK_TOKENS shows this many: ~10 px a label
-LN2 = math.log(2.0)
-CONFIDENT_NATS = 0.1 * LN2   # predictive entropy under a tenth of its two-class maximum: "sure"
+CONFIDENT_SHARE = 0.1       # predictive entropy under a tenth of its maximum ln K (`entropy_bound`): "sure"
+CLASS_BARS = 10              # the predictive distribution's bars: the top classes and the target, the rest summed
 ZERO_WIDTH = "\u200b"        # appended to axis labels to tell small multiples apart; display_token escapes it
 # Colour scales spelled out: plotly.js knows "Viridis" but not "Oranges", and its own "Blues" differs
 # from plotly.py's, and without validation nothing would expand the names.
@@ -49,7 +47,9 @@ PRIOR_FILL = "rgba(158,158,158,0.2)"     # under the prior's density: PRIOR_COLO
 POSTERIOR_FILL = "rgba(31,119,180,0.2)"  # under the posterior's density: POSTERIOR_COLOUR, translucent
 MARKER_COLOUR = "#555555"                # the current and the trained value, marked on the sweep
 SELECTED_COLOUR = "#d62728"              # the square around the selected head on the layer x head grids
-THRESHOLD_COLOUR = "#9e9e9e"             # P(positive) = 0.5 on the page's histogram
+THRESHOLD_COLOUR = "#9e9e9e"             # chance, 1/K, on the histogram of one class's probability
+CLASS_FILL = "rgba(44,160,44,0.45)"      # E[f(z)] of a class other than the one shown: MC_COLOUR, translucent
+REST_COLOUR = "#bdbdbd"                  # the classes not drawn one by one, summed in one bar
 BAR_TICK_TOKENS = 48                     # the page's bars label their keys up to this many (maps: MAX_TICK_TOKENS)
 # Each colour by the role it plays on the page.
 PAGE_COLOURS = {
@@ -57,5 +57,5 @@ PAGE_COLOURS = {
     "mc": MC_COLOUR, "mc_band": MC_BAND_FILL, "mean_attention": MEAN_ATTENTION_COLOUR, "mi": MI_COLOUR,
     "aleatoric": ALEATORIC_COLOUR, "deterministic": DETERMINISTIC_COLOUR, "prior_fill": PRIOR_FILL,
     "posterior_fill": POSTERIOR_FILL, "marker": MARKER_COLOUR, "selected": SELECTED_COLOUR,
-    "threshold": THRESHOLD_COLOUR,
+    "threshold": THRESHOLD_COLOUR, "class_fill": CLASS_FILL, "rest": REST_COLOUR,
 }

@@ -11,6 +11,7 @@
 //   live.js     this entry point: which view a call's data is for, and each view's mount and park
 //   view.js     the bus, one canvas chart, what every view and what the two chart views share
 //   sliders.js, summary.js, inside.js   the three views
+//   classes.js  the predictive distribution over the model's classes (the summary's)
 //   dom.js      elements, legends, captions
 //   draw.js     the canvas kit: text, lines, axes, bands, heatmaps, colour bars, messages, token labels
 //   scale.js    colour maps, scales and ticks
@@ -18,7 +19,7 @@
 //   payload.js  the wire format (bam_viz/live/wire.py)
 //   indices.js  indices on a slider's grid of values
 //   format.js   numbers and tokens as text
-// The pure modules (format, payload, indices, scale, style) have unit tests in tests/js/.
+// The pure modules (format, payload, indices, scale, style) and classes.js's rule have unit tests in tests/js/.
 import { el } from "./dom.js";
 import { InsideView } from "./inside.js";
 import { readHeader, toBytes } from "./payload.js";

@@ -1,16 +1,19 @@
 // The summary view: the headline estimates with their errors, the sweep over the posterior slider,
-// and the prediction (histogram of the samples' P(positive), predictive entropy), at the frame of
-// the posterior slider's value (bam_viz.live.grid.summary_payload).
+// and the prediction (histogram of the samples' probability of the class shown, the predictive
+// distribution over every class, predictive entropy), at the frame of the posterior slider's value
+// (bam_viz.live.grid.summary_payload). The class shown and its name come with the header
+// (`target`, `labels.p`): nothing here names a class.
+import { classRows, drawClasses, hoverClasses, ROW_PX } from "./classes.js";
 import { axes, band, message, polyline, text, textWidth, vline, yAxisMargin } from "./draw.js";
 import { caption, el, fillLegend, label, legend, setCaption, setText, show, staleNote } from "./dom.js";
-import { clamp, finite, fixed, fmtG, fmtShort, signedAt } from "./format.js";
+import { clamp, finite, fixed, fmtG, fmtShort, shorten, signedAt } from "./format.js";
 import { sliderValue } from "./indices.js";
 import { row } from "./payload.js";
 import { linearTicks, logTicks, scale } from "./scale.js";
 import { fill } from "./style.js";
 import { PayloadView } from "./view.js";
 
-const LN2 = Math.LN2;
+const AXIS_TITLE_CHARS = 24;            // a rotated title along the sweep's upper plot; the panel's title has it all
 
 export class SummaryView extends PayloadView {
   constructor() {
@@ -41,6 +44,11 @@ export class SummaryView extends PayloadView {
     this.histTitle = el("div", "bamviz-title", left);
     this.histLegend = legend(left, []);
     this.hist = this.chart(left, { height: 280, draw: (g) => this.drawHistogram(g), hover: (x, y) => this.hoverHistogram(x, y) });
+    this.classTitle = el("div", "bamviz-title", right);
+    this.classLegend = legend(right, []);
+    this.classes = this.chart(right, {
+      height: (w, s) => (this.classRowCount() * ROW_PX + 30) * s,
+      draw: (g) => this.drawClassChart(g), hover: (x, y) => hoverClasses(this.classLayout, x, y) });
     this.entropyTitle = el("div", "bamviz-title", right);
     this.entropyLegend = legend(right, []);
     this.entropy = this.chart(right, { height: 130, draw: (g) => this.drawEntropy(g), hover: (x, y) => this.hoverEntropy(x, y) });
@@ -64,13 +72,21 @@ export class SummaryView extends PayloadView {
       { label: label(h, "mean_attention"), colour: c.mean_attention, kind: "dash" },
       { label: label(h, "softmax"), colour: c.softmax, kind: "dash" },
     ]);
+    fillLegend(this.classLegend, [
+      { label: label(h, "classes"), colour: c.mc, kind: "box" },
+      { label: label(h, "class_whiskers"), colour: "currentColor", kind: "whisker" },
+      { label: label(h, "softmax"), colour: c.softmax },
+    ]);
+    const K = Array.isArray(h.classes) ? h.classes.length : 0;
+    setText(this.classTitle, `Predictive distribution over ${K} classes`);
     fillLegend(this.entropyLegend, [
       { label: "aleatoric: expected entropy", colour: c.aleatoric, kind: "box" },
       { label: "epistemic: mutual information", colour: c.mi, kind: "box" },
     ]);
     show(this.sweepPanel, !!(sl && Array.isArray(sl.values) && sl.values.length));
-    if (sl) setText(this.sweepTitle, `P(positive) and the mutual information at every ${sl.name} (${S} sample${S === 1 ? "" : "s"}, seed ${h.seed})`);
-    setText(this.histTitle, `P(positive) across ${S === 1 ? "1 attention sample" : `${S} attention samples`}`);
+    const p = label(h, "p");
+    if (sl) setText(this.sweepTitle, `${p} and the mutual information at every ${sl.name} (${S} sample${S === 1 ? "" : "s"}, seed ${h.seed})`);
+    setText(this.histTitle, `${p} across ${S === 1 ? "1 attention sample" : `${S} attention samples`}`);
   }
 
   samples() {
@@ -119,7 +135,7 @@ export class SummaryView extends PayloadView {
     const num = (v, se) => (finite(v) ? fixed(v, se, rule) : "…");
     const [p, mean, gap, soft, mi] = this.metrics;
     setText(p.value, num(st.p_mc, st.p_se));
-    setText(p.sub, err(st.p_se, "p_positive"));
+    setText(p.sub, err(st.p_se, "p_target"));
     setText(mean.value, num(st.p_mean_attention, NaN));
     setText(mean.sub, "one pass, E[w] over the samples");
     setText(gap.value, finite(st.gap) ? signedAt(st.gap, st.gap_se, rule) : "…");
@@ -178,7 +194,7 @@ export class SummaryView extends PayloadView {
     const c = this.style.colours;
     // the curves depend on the payload alone: drawn once, copied on every slider move
     this.sweep.layer(g, `${this.h.id}|${this.themeKey}|${g.s}`, (lg) => {
-      axes(lg, top, sx, sTop, { xTicks, yTicks: yTop, xLabels: false, yTitle: "P(positive)" });
+      axes(lg, top, sx, sTop, { xTicks, yTicks: yTop, xLabels: false, yTitle: shorten(label(this.h, "p"), AXIS_TITLE_CHARS) });
       axes(lg, bot, sx, sBot, { xTicks, yTicks: yBot, yTitle: "MI (nats)", xTitle: sl.name, yLabelWidth: 0 });
       const { ctx } = lg;
       ctx.save();
@@ -200,7 +216,7 @@ export class SummaryView extends PayloadView {
     this.markers(g, sl, sx, top, bot);
     this.sweepLayout = { sx, xs, box, rows, name: sl.name, values };
     const n = rows.filter((r) => r && finite(r.p_mc)).length;
-    return `Sweep of P(positive) (E[f(z)], f(E[w]) and f(softmax)) and the mutual information over ${sl.name}, ${n} of ${G} values computed`;
+    return `Sweep of ${label(this.h, "p")} (E[f(z)], f(E[w]) and f(softmax)) and the mutual information over ${sl.name}, ${n} of ${G} values computed`;
   }
 
   // Vertical lines at the current and the trained value, labelled above the plot.
@@ -244,7 +260,7 @@ export class SummaryView extends PayloadView {
     return `${L.name} = ${fmtShort(L.values[best])} · E[f(z)] ${fmtG(r.p_mc, 3)}${se} · f(E[w]) ${fmtG(r.p_mean_attention, 3)} · f(softmax) ${fmtG(r.p_softmax, 3)} · MI ${fmtG(r.mi, 2)}`;
   }
 
-  // -- histogram of P(positive) over the samples of frame i.
+  // -- histogram of the class's probability over the samples of frame i; chance (1/K) dotted.
   drawHistogram(g) {
     const { i } = this.idx;
     if (i < 0) { message(g, "Computing…"); return "Histogram not computed yet"; }
@@ -261,7 +277,7 @@ export class SummaryView extends PayloadView {
     box.h = g.h - box.y - 50 * g.s;
     const sx = scale(0, 1, box.x, box.x + box.w);
     const sy = scale(0, top * 1.1, box.y + box.h, box.y);
-    axes(g, box, sx, sy, { xTicks: linearTicks(0, 1, 5), yTicks, xTitle: "P(positive)", yTitle: "number of samples", xLabelOffset: 8 * g.s });
+    axes(g, box, sx, sy, { xTicks: linearTicks(0, 1, 5), yTicks, xTitle: label(this.h, "p"), yTitle: "number of samples", xLabelOffset: 8 * g.s });
     const c = this.style.colours;
     const { ctx } = g;
     ctx.save();
@@ -278,12 +294,13 @@ export class SummaryView extends PayloadView {
     const base = box.y + box.h;
     for (const v of samples) ctx.fillRect(Math.round(sx(v)) - 0.5, base + 2, 1, 6 * g.s);
     ctx.restore();
-    vline(g, sx(0.5), box.y, base, c.threshold, { dash: [1, 3] });
+    const K = Array.isArray(this.h.classes) && this.h.classes.length ? this.h.classes.length : 2;
+    vline(g, sx(1 / K), box.y, base, c.threshold, { dash: [1, 3] });
     if (finite(st.p_softmax)) vline(g, sx(clamp(st.p_softmax, 0, 1)), box.y, base, c.softmax, { dash: [2, 3], width: 2 });
     if (finite(st.p_mean_attention)) vline(g, sx(clamp(st.p_mean_attention, 0, 1)), box.y, base, c.mean_attention, { dash: [6, 4], width: 2 });
     if (finite(st.p_mc)) vline(g, sx(clamp(st.p_mc, 0, 1)), box.y, base, c.mc, { width: 2 });
     this.histLayout = { box, sx, bins };
-    return `Histogram of P(positive) over ${samples.length} sample${samples.length === 1 ? "" : "s"}`;
+    return `Histogram of ${label(this.h, "p")} over ${samples.length} sample${samples.length === 1 ? "" : "s"}`;
   }
 
   hoverHistogram(x, y) {
@@ -291,7 +308,22 @@ export class SummaryView extends PayloadView {
     if (!L || x < L.box.x || x > L.box.x + L.box.w || y < L.box.y || y > L.box.y + L.box.h) return null;
     const b = clamp(Math.floor(L.sx.invert(x) * 20), 0, 19);
     const n = L.bins[b];
-    return `P(positive) ${(b / 20).toFixed(2)}–${((b + 1) / 20).toFixed(2)} · ${n} sample${n === 1 ? "" : "s"}`;
+    return `${label(this.h, "p")} ${(b / 20).toFixed(2)}–${((b + 1) / 20).toFixed(2)} · ${n} sample${n === 1 ? "" : "s"}`;
+  }
+
+  // -- the predictive distribution over every class at frame i (classes.js).
+  classRowCount() {
+    const K = this.h && Array.isArray(this.h.classes) ? this.h.classes.length : 2;
+    const most = this.style && Number.isInteger(this.style.class_bars) ? this.style.class_bars : K;
+    return K <= most ? K : most;
+  }
+
+  drawClassChart(g) {
+    const { i } = this.idx;
+    if (i < 0 || !this.a.class_probs) { message(g, "Computing…"); return "Predictive distribution not computed yet"; }
+    const rows = classRows(this.h, this.a.class_probs, i, this.style.class_bars);
+    this.classLayout = drawClasses(g, rows, this.style.colours);
+    return `Predictive distribution: ${rows.map((r) => `${r.full} ${fmtShort(r.mc, 3)}`).join(", ")}`;
   }
 
   // -- predictive entropy: aleatoric + epistemic in one stacked bar.
@@ -301,11 +333,12 @@ export class SummaryView extends PayloadView {
     const al = st && finite(st.expected_entropy) ? Math.max(0, st.expected_entropy) : NaN;
     const ep = st && finite(st.mi) ? Math.max(0, st.mi) : NaN;
     const total = (finite(al) ? al : 0) + (finite(ep) ? ep : 0);
-    setText(this.entropyTitle, finite(al) || finite(ep)
-      ? `Predictive entropy ${fmtG(total)} nats (at most ln 2 = 0.693)`
-      : "Predictive entropy (at most ln 2 = 0.693)");
+    const bound = this.h.entropy_bound;                     // ln K (bam_viz.core.task.entropy_bound)
+    const most = `(at most ${label(this.h, "entropy_bound")})`;
+    setText(this.entropyTitle, finite(al) || finite(ep) ? `Predictive entropy ${fmtG(total)} nats ${most}`
+      : `Predictive entropy ${most}`);
     if (!st) { message(g, "Computing…"); return "Predictive entropy not computed yet"; }
-    const xmax = Math.max(LN2, total);
+    const xmax = Math.max(finite(bound) ? bound : 0, total, 1e-6);
     const box = { x: 10 * g.s, y: 20 * g.s, w: g.w - 24 * g.s, h: 0 };
     box.h = g.h - box.y - 44 * g.s;
     const sx = scale(0, xmax, box.x, box.x + box.w);
@@ -337,8 +370,10 @@ export class SummaryView extends PayloadView {
       const w = textWidth(g, label, 10);
       text(g, label, clamp(outside[0].x, 2, g.w - w - 30 * g.s), barY - 4, { size: 10 });
     }
-    vline(g, sx(LN2), box.y - 4, box.y + box.h, g.axis, { dash: [2, 3] });
-    text(g, "ln 2", clamp(sx(LN2), 14, g.w - 14), box.y - 6, { align: "center", size: 10 });
+    if (finite(bound)) {
+      vline(g, sx(bound), box.y - 4, box.y + box.h, g.axis, { dash: [2, 3] });
+      text(g, label(this.h, "entropy_bound_name"), clamp(sx(bound), 14, g.w - 14), box.y - 6, { align: "center", size: 10 });
+    }
     this.entropyLayout = { sx, barY, barH, al, ep };
     return `Predictive entropy ${fmtG(total)} nats: aleatoric ${fmtG(al)}, epistemic ${fmtG(ep)}`;
   }
