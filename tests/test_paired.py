@@ -59,3 +59,29 @@ def test_results_on_other_sentences_are_refused(tmp_path, capsys):
     (tmp_path / "b.json").write_text(json.dumps(_file_result(pa[:19], y[:19])))
     assert paired.main([str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 2
     assert "same sentences" in capsys.readouterr().err
+
+
+def test_two_score_tables_compare_each_model_on_each_corpus(tmp_path):
+    import pandas as pd
+
+    rng = np.random.default_rng(3)
+    n = 60
+    labels = (["positive", "negative", "ambiguous"] * 20)
+
+    def table(shift):
+        p = np.clip(rng.uniform(size=n) + shift, 0.01, 0.99)
+        entropy = metrics.predictive_entropy(np.stack([1 - p, p], 1))
+        return pd.DataFrame({"model": "m", "corpus": "movies", "id": [f"{i:03d}" for i in range(n)], "label": labels,
+                             "p_positive": p, "predictive_entropy": entropy})
+
+    old, new = table(0.0), table(0.1)
+    old.to_parquet(tmp_path / "old.parquet")
+    new.sample(frac=1, random_state=0).to_parquet(tmp_path / "new.parquet")     # row order does not matter
+    assert paired.main(["--scores", str(tmp_path / "old.parquet"), str(tmp_path / "new.parquet"), "--n-boot", "50",
+                        "--json", str(tmp_path / "o.json")]) == 0
+    out = json.loads((tmp_path / "o.json").read_text())["metrics"]["m"]["movies"]
+    y = np.array([1 if v == "positive" else 0 for v in labels if v != "ambiguous"])
+    clear = np.array([v != "ambiguous" for v in labels])
+    p_old = old["p_positive"].to_numpy()[clear]
+    assert out["nll"]["a"] == pytest.approx(metrics.nll(np.stack([1 - p_old, p_old], 1), y))
+    assert out["accuracy"]["n"] == 40 and out["auroc_ambiguous_entropy"]["n"] == 60

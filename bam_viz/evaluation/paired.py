@@ -2,6 +2,7 @@
 each, and their difference with a 95% paired bootstrap interval (`metrics.paired_bootstrap`).
 
     python -m bam_viz.evaluation.paired A.json B.json [--table test.csv] [--n-boot 2000] [--json out.json]
+    python -m bam_viz.evaluation.paired --scores OLD.parquet NEW.parquet [--model M] [--corpus C] [--json out.json]
 
 Corpus results (`evaluate --corpus`, two classes): accuracy, NLL, Brier, ECE and the AUROC of the
 predictive entropy at telling errors from right answers, on the clear sentences, and the AUROC of
@@ -9,7 +10,9 @@ the entropy at telling the split's ambiguous sentences from its clear ones, on a
 results (`evaluate --input`, any classes): the same on the file's labelled rows; the ambiguous
 AUROC needs `--table`, the file itself with each row's raters' mean (`python -m bam_viz table`), and
 counts a sentence as ambiguous when its mean lies near a three-way band edge (`data.near_boundary`).
-Both files must hold the same sentences with the same labels.
+Both files must hold the same sentences with the same labels. With `--scores`, two score tables
+(`python -m bam_viz score`, e.g. the shipped `scores/test.parquet` before and after a retraining) are
+compared the same way, each model on each corpus: E[f(z)] of every sentence, its label and entropy.
 """
 
 from __future__ import annotations
@@ -58,6 +61,22 @@ def rows(result: dict, table: Path | None = None) -> dict:
             "ambiguous": flags}
 
 
+def score_rows(frame, model: str, corpus: str) -> dict:
+    """`rows` of one model on one corpus of a binary score table, in id order."""
+    part = frame[(frame["model"] == model) & (frame["corpus"] == corpus)].sort_values("id")
+    if part.empty:
+        raise ValueError(f"no rows of {model} on {corpus}")
+    p = part["p_positive"].to_numpy(np.float64)
+    labels = np.array([CLASSES.index(y) if y in CLASSES else -1 for y in part["label"]])
+    return {"keys": list(part["id"]), "probs": np.stack([1 - p, p], 1), "labels": labels,
+            "entropy": part["predictive_entropy"].to_numpy(np.float64), "ambiguous": labels == -1}
+
+
+def compare_scores(old, new, models, corpora, n_boot: int = 2000) -> dict:
+    """{model: {corpus: `paired` table}} of two score tables (old = a, new = b)."""
+    return {m: {c: paired(score_rows(old, m, c), score_rows(new, m, c), n_boot) for c in corpora} for m in models}
+
+
 def paired(a: dict, b: dict, n_boot: int = 2000, seed: int = 0) -> dict:
     """{metric: {a, b, difference, low, high}} for the rows of two results (`rows`)."""
     if a["keys"] != b["keys"] or not np.array_equal(a["labels"], b["labels"]):
@@ -91,11 +110,16 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bam_viz.evaluation.paired", description=__doc__.split("\n\n")[0])
     p.add_argument("a")
     p.add_argument("b")
+    p.add_argument("--scores", action="store_true", help="a and b are score tables (.parquet)")
+    p.add_argument("--model", action="append", default=None, help="--scores: a model (default: every one in both)")
+    p.add_argument("--corpus", action="append", default=None, help="--scores: a corpus (default: every one)")
     p.add_argument("--table", type=Path, default=None, help="the evaluated file with a 'mean' column")
     p.add_argument("--n-boot", type=int, default=2000)
     p.add_argument("--json", default=None)
     p.add_argument("--names", nargs=2, default=None, help="column titles (default: the predictors' names)")
     args = p.parse_args(argv)
+    if args.scores:
+        return _main_scores(args)
     try:
         ra, rb = (json.loads(Path(f).read_text()) for f in (args.a, args.b))
         table = paired(rows(ra, args.table), rows(rb, args.table), args.n_boot)
@@ -106,6 +130,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps({"a": args.a, "b": args.b, "n_boot": args.n_boot,
                                                "metrics": table}, indent=2) + "\n")
+    return 0
+
+
+def _main_scores(args) -> int:
+    import pandas as pd
+
+    try:
+        old, new = pd.read_parquet(args.a), pd.read_parquet(args.b)
+        models = args.model or [m for m in old["model"].unique() if m in set(new["model"])]
+        corpora = args.corpus or sorted(set(old["corpus"]) & set(new["corpus"]))
+        tables = compare_scores(old, new, models, corpora, args.n_boot)
+    except (OSError, ValueError, KeyError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for m, per in tables.items():
+        for c, table in per.items():
+            print(f"\n{m} on {c}\n" + markdown(*(args.names or ("before", "after")), table))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"a": args.a, "b": args.b, "n_boot": args.n_boot,
+                                               "metrics": tables}, indent=2) + "\n")
     return 0
 
 
