@@ -244,3 +244,18 @@ def test_the_kl_counts_only_real_cells(tiny):
         _, kl = train_module.loss_terms(model, ids, mask, torch.tensor([0, 1]), torch.Generator().manual_seed(0))
     cells = float((mask.sum(1).float() ** 2 * model.n_heads).sum())
     assert abs(float(kl) - float(alone.sum()) / cells) < 1e-4 * float(kl)
+
+
+@pytest.mark.parametrize("family", ["softmax", "weibull", "lognormal", "dirichlet", "categorical"])
+def test_every_registered_family_trains_with_its_defaults(tmp_path, tiny, family):
+    from bam_viz import families
+
+    data = _write(tmp_path / "d.csv", ["x", "y", "z"] * 8)
+    out = tmp_path / family
+    assert main(["train", "--data", str(data), "--family", family, "--backbone", str(tiny), "--epochs", "1",
+                 "--batch-size", "8", "--dev-samples", "2", "--out", str(out)]) == 0
+    model = load(path=out)
+    fam = families.get(family)
+    assert model.family == family and model.trained_hyper == dict(fam.hyper(None))
+    assert model.config.stochastic_layers == (1,)   # of 2 layers: the upper half, or the top for an alignment
+    assert model.explain("good film", n_samples=2).sample_probs.shape == (2, 3)
