@@ -81,7 +81,13 @@ def page_style(presentation: bool) -> None:
 
 
 # ---- controls -----------------------------------------------------------------------------------
-def sentence_controls(corpus: bool) -> None:
+def _open_example(example: dict) -> None:
+    """An example of another model: its model, its class (resolved once the model's classes are
+    known, as a link's is) and its sentence."""
+    ss["model"], ss["text"], ss["_target_from_url"] = example["model"], example["text"], example["target"]
+
+
+def sentence_controls(corpus: bool, models: list[str]) -> None:
     ss.setdefault("text", state.DEFAULT_TEXT)
     st.text_area("Sentence (text)", key="text", height=68, persist_state="session",
                  placeholder="Type a sentence, e.g. a one-line movie review")
@@ -91,6 +97,10 @@ def sentence_controls(corpus: bool) -> None:
         for label, sentence in state.EXAMPLES.items():
             st.button(label, key=f"example_{label}", on_click=_set, args=("text", sentence),
                       help=state.EXAMPLE_HELP[label])
+        for label, example in state.MODEL_EXAMPLES.items():
+            if example["model"] in models:         # a shipped model: absent only from a partial install
+                st.button(label, key=f"example_{label}", on_click=_open_example, args=(example,),
+                          help=state.MODEL_EXAMPLE_HELP[label])
         if corpus:
             problem = ss.get("_corpus_problem")
             st.button("Random review", key="random_sentence", on_click=_random_sentence,
@@ -391,7 +401,7 @@ def main() -> None:
     with st.sidebar:
         presentation_toggle()
     page_style(ss["presentation"])
-    sentence_controls(state.corpus_available())
+    sentence_controls(state.corpus_available(), models)
     with st.sidebar:
         model_controls(models)
     name = ss["model"]

@@ -42,6 +42,18 @@ EXAMPLE_HELP = {
                     f"E[f(z)] − f(softmax) {e['gap_softmax']:+.3f}.")
     for e in _CHOSEN["examples"]
 }
+# Examples that open another model (the three-class one): each sets the model, the class shown and
+# the sentence; chosen by the rule in bam_viz/evaluation/examples.py (`three_way_example`).
+MODEL_EXAMPLES = {e["label"]: e for e in _CHOSEN.get("model_examples", [])}
+
+
+def _model_example_help(e: dict) -> str:
+    p = e[f"p_{e['target']}"]
+    return (f"“{e['text']}”  \nOpens **{e['model']}** showing P({e['target']}): {e['criterion']} "
+            f"(P({e['target']}) {p:.3f}, {e['n_samples']} samples, seed {e['seed']}).")
+
+
+MODEL_EXAMPLE_HELP = {label: _model_example_help(e) for label, e in MODEL_EXAMPLES.items()}
 # Every family's slider hyperparameters (range, scale, label, help), each name once.
 SLIDERS = {spec.name: spec for spec in families.all_slider_specs()}
 # Keys written by the main script; the inspection fragment writes its own (PICTURE_KEYS).

@@ -163,3 +163,59 @@ def write(doc: dict, path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     return path
+
+
+# ---- an example that opens another model ---------------------------------------------------------
+THREE_WAY_CLASS = "neutral"
+THREE_WAY_RULE = (f"of the movies dev sentences of at most {MAX_WORDS} words whose raters' mean lies in the "
+                  "neutral band [-0.5, 0.5], the one the three-class model gives the largest P(neutral) = E[f(z)]")
+
+
+def three_way_example(model, data: str | Path | None = None, n_samples: int = 32, seed: int = 0) -> dict:
+    """The explorer's example that opens a three-class model (negative / neutral / positive,
+    `bam_viz.data.THREE_WAY`) on a sentence it calls neutral, by THREE_WAY_RULE, with its figures."""
+    from bam_viz.data import THREE_WAY, three_way_label
+
+    if tuple(model.classes) != THREE_WAY:
+        raise ValueError(f"{model.name} predicts {', '.join(model.classes)}, not {', '.join(THREE_WAY)}")
+    neutral = [s for s in load_split("movies", "dev", data, include_ambiguous=True)
+               if three_way_label(s.mean) == THREE_WAY_CLASS and len(s.text.split()) <= MAX_WORDS]
+    if not neutral:
+        raise ValueError("no neutral movies dev sentence to choose from")
+    t = THREE_WAY.index(THREE_WAY_CLASS)
+    best = None
+    for s in neutral:
+        r = model.explain(s.text, n_samples, seed, target=THREE_WAY_CLASS, cache=False)
+        key = (float(r.mc_probs[t]), r.mutual_information_plugin)
+        if best is None or key > best[0]:
+            best = (key, s, r)
+    (p, mi), s, r = best
+    return {"label": "three classes", "model": model.name, "target": THREE_WAY_CLASS, "criterion": THREE_WAY_RULE,
+            "text": s.text, "id": s.id, "human_mean": round(s.mean, 4), "human_std": round(s.std, 4),
+            "n_samples": n_samples, "seed": seed, "candidates": len(neutral), f"p_{THREE_WAY_CLASS}": p,
+            "mutual_information": mi, "gap_softmax": r.gap_softmax}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m bam_viz.evaluation.examples --three-way MODEL [--file views/examples.json]`: put the
+    three-class example into the examples file (its `model_examples`), keeping the rest."""
+    import argparse
+
+    from bam_viz import zoo
+
+    p = argparse.ArgumentParser(prog="python -m bam_viz.evaluation.examples")
+    p.add_argument("--three-way", required=True, metavar="MODEL")
+    p.add_argument("--file", default="views/examples.json")
+    p.add_argument("--samples", type=int, default=32)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--data", default=None)
+    args = p.parse_args(argv)
+    doc = json.loads(Path(args.file).read_text(encoding="utf-8"))
+    example = three_way_example(zoo.load(args.three_way), args.data, args.samples, args.seed)
+    doc["model_examples"] = [example]
+    print(f"wrote {write(doc, args.file)}: {example['text']} (P({THREE_WAY_CLASS}) {example['p_neutral']:.3f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
