@@ -629,3 +629,17 @@ def test_the_binary_zoo_shows_the_predicted_class_and_either_on_request(at):
     assert at.query_params["target"] == "positive"
     at.selectbox(key="target").set_value(state.PREDICTED)
     ok(at.run())
+
+
+def test_an_example_opens_the_three_class_model_on_its_class():
+    (label, example), = state.MODEL_EXAMPLES.items()
+    assert example["model"] in MODELS
+    app = ok(new_app().run())
+    app.button(key=f"example_{label}").click()
+    ok(app.run())
+    assert app.selectbox(key="model").value == example["model"]
+    assert app.text_area(key="text").value == example["text"]
+    assert app.query_params["target"] == example["target"]
+    header, _ = payload(app)
+    assert header["classes"] == ["negative", "neutral", "positive"]
+    assert header["classes"][header["target"]] == "neutral"

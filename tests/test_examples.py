@@ -178,3 +178,18 @@ def test_the_explorer_reads_its_examples_from_the_file(shipped):
     for e in shipped["examples"]:
         assert f"MI {e['mutual_information']:.3f}" in state.EXAMPLE_HELP[e["category"]]
         assert f"E[f(z)] − f(softmax) {e['gap_softmax']:+.3f}" in state.EXAMPLE_HELP[e["category"]]
+
+
+def test_the_three_class_example_reproduces_and_follows_its_rule(shipped):
+    from bam_viz.data import three_way_label
+
+    (example,) = shipped["model_examples"]
+    model = bam_viz.load(example["model"])
+    assert model.classes == ("negative", "neutral", "positive") and example["target"] == "neutral"
+    dev = {s.id: s for s in load_split("movies", "dev", include_ambiguous=True)}
+    s = dev[example["id"]]
+    assert s.text == example["text"] and three_way_label(s.mean) == "neutral"
+    assert len(s.text.split()) <= examples.MAX_WORDS
+    r = model.explain(s.text, example["n_samples"], example["seed"], target="neutral")
+    assert float(r.mc_probs[1]) == pytest.approx(example["p_neutral"], abs=1e-4)
+    assert r.gap_softmax == pytest.approx(example["gap_softmax"], abs=1e-4)
