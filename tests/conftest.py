@@ -21,3 +21,18 @@ def corpus_dir() -> Path:
             "the repository or $BAM_VIZ_DATA (see bam_viz/data.py); CI provides them"
         )
     return found
+
+
+@pytest.fixture(scope="session")
+def three_classes():
+    """A real model with a random three-class head (fake_result.k_class_model), built once a run."""
+    from fake_result import k_class_model
+
+    return k_class_model(3)
+
+
+@pytest.fixture(scope="session")
+def fifty_classes():
+    from fake_result import k_class_model
+
+    return k_class_model(50, seed=1)

@@ -178,18 +178,10 @@ def make_fake_result(
 
 
 def k_class_model(n_classes: int, seed: int = 0, spread: float = 0.4):
-    """A real bam-wc-like model (Weibull attention, contextual Gamma prior, the real MiniLM) with a
-    random K-class head: classes "c0", "c1", ... Its head is drawn from a generator seeded with
-    `seed`, `spread` times a standard normal, so that its predictions are far enough from uniform
-    for the predicted class to be clear. Building one takes seconds: share it in a module fixture."""
-    from bam_viz.model import BamClassifier, ModelConfig
-    from bam_viz.nn.attention import AttentionConfig
+    """A real bam-wc-like model with a random K-class head (`k_class_models.k_class_model`): classes
+    "c0", "c1", ..., head weights and biases `spread` times standard normals, so that its predictions
+    are far enough from uniform for the predicted class to be clear. Share it in a fixture."""
+    from k_class_models import k_class_model as build
 
-    config = ModelConfig(f"t{n_classes}", AttentionConfig("weibull", "contextual", hyper={"shape_k": 3.0, "beta": 1.0}),
-                         classes=tuple(f"c{i}" for i in range(n_classes)))
-    model = BamClassifier(config).eval()
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        model.head.weight.copy_(spread * torch.randn(model.head.weight.shape, generator=g))
-        model.head.bias.copy_(spread * torch.randn(model.head.bias.shape, generator=g))
-    return model
+    return build(tuple(f"c{i}" for i in range(n_classes)), f"t{n_classes}", seed=seed, weight_scale=spread,
+                 bias_scale=spread)

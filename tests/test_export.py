@@ -132,20 +132,6 @@ def test_file_name_says_the_settings():
     assert export.file_name(r, 4, 11, ".csv") == "my-model-..-x_shape_k0.237_beta0.0001_S32_seed7_L4H11.csv"
 
 
-@pytest.fixture(scope="module")
-def three_classes():
-    from fake_result import k_class_model
-
-    return k_class_model(3)
-
-
-@pytest.fixture(scope="module")
-def fifty_classes():
-    from fake_result import k_class_model
-
-    return k_class_model(50, seed=1)
-
-
 @pytest.mark.parametrize("which", ["three_classes", "fifty_classes"])
 def test_a_k_class_export_names_its_classes_and_the_one_its_numbers_are_for(which, request):
     import json

@@ -172,20 +172,6 @@ def test_frames_not_made_are_nan_and_extremes_are_finite(model):
     assert np.isfinite(inside["kl"][0]).all() and np.isfinite(inside["post_density"]).all()
 
 
-@pytest.fixture(scope="module")
-def three_classes():
-    from fake_result import k_class_model
-
-    return k_class_model(3)
-
-
-@pytest.fixture(scope="module")
-def fifty_classes():
-    from fake_result import k_class_model
-
-    return k_class_model(50, seed=1)
-
-
 @pytest.mark.parametrize("which", ["three_classes", "fifty_classes"])
 def test_a_k_class_grid_shows_the_class_asked_for_by_name_by_index_or_by_default(which, request):
     """The summary's numbers for each way of naming the target are explain()'s for that class; the

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from fake_result import k_class_model, make_fake_result
+from fake_result import make_fake_result
 
 import bam_viz
 from bam_viz.core import metrics
@@ -247,16 +247,6 @@ def test_a_view_for_another_class_shares_the_tensors_and_what_was_computed():
     assert v.spread is r.spread and v._prior_heads is r._prior_heads
     assert v.se != r.se and v.se.mutual_information == r.se.mutual_information
     assert v.for_target(None).target == r.predicted == int(r.mc_probs.argmax())
-
-
-@pytest.fixture(scope="module")
-def three_classes():
-    return k_class_model(3)
-
-
-@pytest.fixture(scope="module")
-def fifty_classes():
-    return k_class_model(50, seed=1)
 
 
 @pytest.mark.parametrize("which", ["three_classes", "fifty_classes"])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fake_result import k_class_model
 
 import bam_viz
 from bam_viz.inference.sweep import sweep, sweep_values
@@ -33,16 +32,6 @@ def test_each_value_is_what_explain_gives_there(model):
     negative = sweep(model, TEXT, "shape_k", values=[0.3, 1.0, 3.0], n_samples=8, seed=4, target=0, beta=0.5)
     np.testing.assert_allclose(negative.p_mc, 1 - s.p_mc, atol=1e-6)           # the other column, same passes
     np.testing.assert_allclose(negative.mutual_information, s.mutual_information, rtol=0, atol=0)
-
-
-@pytest.fixture(scope="module")
-def three_classes():
-    return k_class_model(3)
-
-
-@pytest.fixture(scope="module")
-def fifty_classes():
-    return k_class_model(50, seed=1)
 
 
 @pytest.mark.parametrize("which", ["three_classes", "fifty_classes"])
