@@ -23,8 +23,9 @@ many draws tells you not just what the model thinks, but how sure it is *where t
 Only the upper layers are stochastic; the lower ones stay ordinary and are shown in grey.
 
 ### How to read the explorer
-1. **The prediction.** Each attention sample gives its own probability that the review is positive.
-   *E[f(z)]* averages those: the model's answer. *E[w]* is the mean of the sampled attention weights,
+1. **The prediction.** Each attention sample gives its own probability of each class (for the
+   sentiment models, that the review is positive); the numbers are for the class shown ("Class
+   shown": the predicted one unless you pick another). *E[f(z)]* averages those: the model's answer. *E[w]* is the mean of the sampled attention weights,
    and *f(E[w])* predicts once with it; this is Deng et al.'s *f(E[z])*, and the headline's gap
    *E[f(z)] − f(E[w])* shows that averaging predictions is not predicting at the average attention.
    *f(softmax)* is BAM's deterministic pass, every random layer at softmax(ψ), the mean of the
@@ -34,9 +35,9 @@ Only the upper layers are stochastic; the lower ones stay ordinary and are shown
    are scores divided by their sum, and their mean moves away from softmax(ψ), towards uniform, as *k*
    shrinks or σ grows. Each number carries ± 1 Monte Carlo standard error; the mutual information an
    interval.
-   The entropy bar splits the total uncertainty into *aleatoric* (the sentence is ambiguous) and
-   *epistemic* (attention samples disagree, measured by the mutual information, bias-corrected by the
-   jackknife).
+   The entropy bar, which ends at ln K for K classes, splits the total uncertainty into *aleatoric*
+   (the sentence is ambiguous) and *epistemic* (attention samples disagree, measured by the mutual
+   information, bias-corrected by the jackknife).
 2. **Prior vs posterior.** For one query word, bars show how much attention each key gets on average
    over the draws from the prior and from the posterior, with whiskers spanning 5–95% of them; a
    marker on each bar shows its softmax: π, the prior's, and softmax(ψ), the deterministic pass's.
