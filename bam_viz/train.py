@@ -62,7 +62,7 @@ def family_config(name: str, family: str, n_layers: int, hyper: dict[str, float]
     fam = families.get(family)
     layers = (n_layers - 1,) if fam.hard_alignment else tuple(range(n_layers // 2, n_layers))
     return ModelConfig(name, AttentionConfig(fam.name, prior, hyper=fam.hyper(None).replace(**hyper)),
-                       stochastic_layers=layers, description=f"{fam.name} attention, trained on the user's data")
+                       stochastic_layers=layers, description=f"{fam.name.capitalize()} attention.")
 
 
 def fit_layers(config: ModelConfig, n_layers: int) -> ModelConfig:
@@ -180,15 +180,13 @@ def length_bucketed_batches(lengths: list[int], batch_size: int, generator: torc
 def build_config(args, classes: tuple[str, ...], n_layers: int, name: str) -> ModelConfig:
     from bam_viz.nn.encoder import BertConfig
 
-    if args.preset:
-        config = recipe(args.preset, args.attention)
-        if args.data:
-            config = replace(config, description=f"{config.description} Trained on the user's data.")
-    elif args.family:
+    if args.preset or not args.family:      # no choice: the default recipe, BAM-WC (Fan et al. 2020)
+        config = recipe(args.preset or DEFAULT_PRESET, args.attention)
+    else:
         config = family_config(name, args.family, n_layers, args.attention)
-    else:                                    # the default recipe: BAM-WC (Fan et al. 2020)
-        config = replace(recipe(DEFAULT_PRESET, args.attention),
-                         description=f"{RECIPES[DEFAULT_PRESET].description} Trained on the user's data.")
+    if args.data_is_user:
+        config = replace(config, description=f"{config.description} Trained on {Path(args.data).name} "
+                                             f"({', '.join(classes)}).")
     if n_layers != BertConfig().n_layers:        # the presets' layers are MiniLM's
         config = fit_layers(config, n_layers)
     backbone = str(Path(args.backbone).resolve()) if args.backbone else None
