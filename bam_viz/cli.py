@@ -72,6 +72,9 @@ def add_train_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                                                "data: pretrained/<preset>)")
     p.add_argument("--overwrite", action="store_true", help="replace --out if it exists (at the end, in one rename)")
     p.add_argument("--limit", type=int, default=None, help="train on the first N sentences (smoke tests)")
+    p.add_argument("--class-weights", choices=["none", "balanced"], default="none",
+                   help="balanced: each class's NLL weighted n / (K n_c), so that a rare class counts "
+                        "(calibration pays for it; early stopping still reads the unweighted dev NLL)")
     p.add_argument("--targets", choices=["hard", "soft"], default="hard",
                    help="the zoo's data only: hard labels, or the share of raters who said positive")
     p.add_argument("--attention", action="append", default=[], metavar="NAME=VALUE",

@@ -135,20 +135,28 @@ def soft_targets(snippets) -> torch.Tensor:
     return torch.stack([1 - p, p], -1)
 
 
-def loss_terms(model, ids, mask, labels, generator):
+def class_weights(labels: torch.Tensor, n_classes: int) -> torch.Tensor:
+    """(K,) n / (K n_c): the "balanced" weights of each class's negative log-likelihood, so that every
+    class weighs as much in the loss as if the classes were equally frequent (n_c >= 1)."""
+    counts = torch.bincount(labels, minlength=n_classes).float()
+    return len(labels) / (n_classes * counts.clamp_min(1.0))
+
+
+def loss_terms(model, ids, mask, labels, generator, weight: torch.Tensor | None = None):
     """(negative log-likelihood, KL per real cell), both for the batch. `labels` are class indices
-    (B,), or (B, K) class probabilities for training on the raters' soft labels."""
+    (B,), or (B, K) class probabilities for training on the raters' soft labels; `weight` (K,) weighs
+    each class's NLL (`class_weights`; the weighted mean, as torch's cross entropy takes it)."""
     x, _ = model.lower(ids, mask, generator=generator)
     if model.attention_family.hard_alignment:
         log_marginal, _, _ = model.exact_log_marginal(x, mask, generator=generator)
         if labels.is_floating_point():
             return -(labels * log_marginal).sum(-1).mean(), x.new_zeros(())
-        return torch.nn.functional.nll_loss(log_marginal, labels), x.new_zeros(())
+        return torch.nn.functional.nll_loss(log_marginal, labels, weight=weight), x.new_zeros(())
     logits, _, kl = model.upper(x, mask, generator=generator)
     n_stoch = len([i for i in model.config.stochastic_layers if i >= model.first_stochastic])
     # Real cells of each sentence: L valid queries x L valid keys, in every head of every stochastic layer.
     cells = (mask.sum(1).float() ** 2) * model.n_heads * max(n_stoch, 1)
-    return torch.nn.functional.cross_entropy(logits, labels), kl.sum() / cells.sum()
+    return torch.nn.functional.cross_entropy(logits, labels, weight=weight), kl.sum() / cells.sum()
 
 
 @torch.no_grad()
@@ -231,6 +239,11 @@ def train(args) -> Path:
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min((s + 1) / warm, max(0.0, (total - s) / max(1, total - warm))))
 
+    weight = None
+    if args.class_weights == "balanced":
+        if data.targets.is_floating_point():
+            raise TrainingError("--class-weights balanced needs hard labels, not --targets soft")
+        weight = class_weights(data.targets, len(data.classes))
     model.train()
     step, t0, history, best = 0, time.time(), [], None
     lengths = [len(model.tokenizer.encode(t)[0]) for t in data.texts]
@@ -239,7 +252,7 @@ def train(args) -> Path:
     for epoch in range(epochs):
         for idx in length_bucketed_batches(lengths, args.batch_size, g):
             ids, mask = model.tokenizer.batch([data.texts[i] for i in idx])
-            nll, kl = loss_terms(model, ids, mask, data.targets[idx], g)
+            nll, kl = loss_terms(model, ids, mask, data.targets[idx], g, weight)
             anneal = min(1.0, step / max(1.0, args.kl_anneal * total))
             loss = nll + args.kl_weight * anneal * kl
             opt.zero_grad(set_to_none=True)
@@ -270,7 +283,9 @@ def train(args) -> Path:
         "backbone": backbone.to_card(),
         "training": {
             "objective": "exact marginal likelihood" if config.attention.attention_family.hard_alignment else "ELBO",
-            "preset": args.preset, "kl_weight_per_cell": args.kl_weight, "kl_anneal_fraction": args.kl_anneal,
+            "preset": args.preset, "class_weights": None if weight is None else
+            dict(zip(config.classes, [round(float(w), 4) for w in weight], strict=True)),
+            "kl_weight_per_cell": args.kl_weight, "kl_anneal_fraction": args.kl_anneal,
             "kl_cells": "valid query rows x valid keys, per head and stochastic layer",
             "epochs": epochs, "epochs_run": len(history), "best_epoch": chosen["epoch"], "patience": args.patience,
             "batch_size": args.batch_size, "lr": args.lr, "weight_decay": args.weight_decay,

@@ -259,3 +259,20 @@ def test_every_registered_family_trains_with_its_defaults(tmp_path, tiny, family
     assert model.family == family and model.trained_hyper == dict(fam.hyper(None))
     assert model.config.stochastic_layers == (1,)   # of 2 layers: the upper half, or the top for an alignment
     assert model.explain("good film", n_samples=2).sample_probs.shape == (2, 3)
+
+
+def test_balanced_class_weights_make_a_rare_class_count(tmp_path, tiny):
+    assert train_module.class_weights(torch.tensor([0, 0, 0, 1]), 2).tolist() == pytest.approx([4 / 6, 2.0])
+    labels = ["common"] * 36 + ["rare"] * 4
+    data = _write(tmp_path / "d.csv", labels)
+    texts = list(pd.read_csv(data)["text"])
+    p_rare = {}
+    for weights in ("none", "balanced"):
+        out = tmp_path / weights
+        assert _train(data, out, tiny, "--epochs", "3", "--class-weights", weights, "--lr", "0.01") == 0
+        card = json.loads((out / "card.json").read_text())
+        n = card["data"]["train"]["counts"]                   # the weights are the training split's
+        expected = None if weights == "none" else {c: round(sum(n.values()) / (2 * n[c]), 4) for c in n}
+        assert card["training"]["class_weights"] == expected
+        p_rare[weights] = float(load(path=out).predict(texts, n_samples=2)[:, 1].mean())
+    assert p_rare["balanced"] > p_rare["none"]
