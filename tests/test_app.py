@@ -152,15 +152,27 @@ def test_the_footer_is_shown_only_with_debug(at):
     assert any(c.value.startswith("view ") for c in debug.caption)
 
 
-def test_the_dev_calibrated_k_is_named_beside_the_slider_never_applied(at):
-    """bam-wc's card records the inference k with the lowest dev NLL; the sliders carry it beside the
-    trained value, and the slider still starts at the trained value."""
-    at.selectbox(key="model").set_value("bam-wc")
-    ok(at.run())
-    card = bam_viz.load("bam-wc").card["inference_selection"]
-    assert card["name"] == "shape_k" and min(card["dev_nll"], key=card["dev_nll"].get) == str(card["chosen"])
-    sliders = {s["name"]: s for s in slider_data(at)["sliders"]}
-    assert sliders["shape_k"]["dev_best"] == pytest.approx(card["chosen"])
+def test_the_dev_calibrated_k_is_named_beside_the_slider_never_applied(tmp_path, monkeypatch):
+    """A card that records the inference k of lowest dev NLL (`inference_selection`, written by
+    `python -m bam_viz.evaluation.selection`): the sliders carry it beside the trained value, and the
+    slider still starts at the trained value. A copy of bam-wc's folder with such a card, added as a
+    user's model."""
+    import shutil
+
+    from bam_viz.zoo import PRETRAINED, write_folder_manifest
+
+    folder = tmp_path / "bam-wc-dev-k"
+    shutil.copytree(PRETRAINED / "bam-wc", folder)
+    card = json.loads((folder / "card.json").read_text())
+    card["name"] = card["config"]["name"] = folder.name
+    card["inference_selection"] = {"name": "shape_k", "chosen": 1.0, "dev_nll": {"3": 0.305, "1": 0.302}}
+    (folder / "card.json").write_text(json.dumps(card))
+    write_folder_manifest(folder)
+    monkeypatch.setenv("BAM_VIZ_MODELS", str(folder))
+    app = ok(new_app(model=folder.name).run())
+    assert app.selectbox(key="model").value == folder.name
+    sliders = {s["name"]: s for s in slider_data(app)["sliders"]}
+    assert sliders["shape_k"]["dev_best"] == pytest.approx(1.0)
     assert sliders["shape_k"]["current"] == sliders["shape_k"]["trained"] == 3.0
     assert sliders["beta"]["dev_best"] is None                                # only for shape_k
 
