@@ -25,9 +25,10 @@ Only the upper layers are stochastic; the lower ones stay ordinary and are shown
 ### How to read the explorer
 1. **The prediction.** Each attention sample gives its own probability of each class (for the
    sentiment models, that the review is positive); the numbers are for the class shown ("Class
-   shown": the predicted one unless you pick another). *E[f(z)]* averages those: the model's answer. *E[w]* is the mean of the sampled attention weights,
-   and *f(E[w])* predicts once with it; this is Deng et al.'s *f(E[z])*, and the headline's gap
-   *E[f(z)] − f(E[w])* shows that averaging predictions is not predicting at the average attention.
+   shown": the predicted one unless you pick another). *E[f(z)]* averages those: the model's answer.
+   *E[w]* is the mean of the sampled attention weights, and *f(E[w])* predicts once with it; this is
+   Deng et al.'s *f(E[z])*, and the headline's gap *E[f(z)] − f(E[w])* shows that averaging
+   predictions is not predicting at the average attention.
    *f(softmax)* is BAM's deterministic pass, every random layer at softmax(ψ), the mean of the
    unnormalised scores; *E[f(z)] − f(softmax)* is what predicting with that pass gives up. They stay
    close where E[w] is softmax(ψ), as for Dirichlet and categorical attention (exactly so in the first
