@@ -36,3 +36,20 @@ def fifty_classes():
     from fake_result import k_class_model
 
     return k_class_model(50, seed=1)
+
+
+@pytest.fixture
+def no_frames_left_behind():
+    """After a test every live grid is given up, as a server gives up a grid nobody polls: the frames
+    being made finish and no others start, so one test's background work does not run into the next
+    (a grid asked about again resumes: `LiveGrid.touch`). AppTest never polls, so during the test no
+    grid is given up. For the AppTest files: `pytestmark = pytest.mark.usefixtures(...)`."""
+    from bam_viz.live import grid as live
+
+    live.IDLE_S = float("inf")
+    yield
+    live.IDLE_S = 0.0
+    try:
+        assert live.wait_idle(420)
+    finally:
+        live.IDLE_S = float("inf")

@@ -107,17 +107,7 @@ def settle() -> None:
     assert live.wait_idle(420)          # a bound on a wait, not a timing: 128-token grids on a busy machine
 
 
-@pytest.fixture(autouse=True)
-def no_frames_left_behind():
-    """After each test every grid is given up, as a server gives up a grid nobody polls: the frames
-    being made finish and no others start, so one test's background work does not run into the next
-    (a grid asked about again resumes: `LiveGrid.touch`)."""
-    yield
-    live.IDLE_S = 0.0
-    try:
-        assert live.wait_idle(420)
-    finally:
-        live.IDLE_S = float("inf")
+pytestmark = pytest.mark.usefixtures("no_frames_left_behind")   # tests/conftest.py
 
 
 @pytest.fixture(scope="module")

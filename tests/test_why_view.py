@@ -12,7 +12,6 @@ from streamlit.testing.v1 import AppTest
 from why_k_models import random_head_model
 
 import bam_viz
-from bam_viz.live import grid as live
 from views.text import md_escape
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
@@ -22,17 +21,7 @@ CLASSES = ("sports", "*world* <b>news</b>", "$x$ business")
 QUICK = {"n_samples": "4", "seed": "0", "why": "1", "why_samples": "4", "why_steps": "16"}
 
 
-@pytest.fixture(autouse=True)
-def frames_given_up():
-    """AppTest never polls, so no grid is given up while a test runs; after it, every grid is, and
-    its background frames finish before the next test (as tests/test_app.py does)."""
-    live.IDLE_S = float("inf")
-    yield
-    live.IDLE_S = 0.0
-    try:
-        assert live.wait_idle(420)
-    finally:
-        live.IDLE_S = float("inf")
+pytestmark = pytest.mark.usefixtures("no_frames_left_behind")   # tests/conftest.py
 
 
 @pytest.fixture(scope="module")
