@@ -93,7 +93,7 @@ def model(model_name, zoo_models):
 
 
 def test_every_recipe_of_the_zoo_is_fuzzed():
-    assert set(MODELS) == set(zoo.RECIPES)
+    assert set(zoo.RECIPES) <= set(MODELS)         # and the shipped models trained on files
 
 
 # ---- calling an entry point and judging what comes back ------------------------------------------
@@ -177,10 +177,11 @@ def assert_finite_number(x, what: str):
 def check_result(model, entry, out, n_texts: int, n_samples: int, seed: int, text=None, hyper=None):
     """The output of a call that had to succeed: shape, finiteness, probabilities."""
     if entry in ("predict", "predict_softmax"):
-        assert isinstance(out, torch.Tensor) and out.shape == (n_texts, 2), f"{entry}: shape {tuple(out.shape)}"
+        assert isinstance(out, torch.Tensor) and out.shape == (n_texts, model.n_classes), \
+            f"{entry}: shape {tuple(out.shape)}"
         assert_simplex(out, entry)
     elif entry == "predict_samples":
-        assert isinstance(out, torch.Tensor) and out.shape == (n_texts, n_samples, 2), \
+        assert isinstance(out, torch.Tensor) and out.shape == (n_texts, n_samples, model.n_classes), \
             f"{entry}: shape {tuple(out.shape)}"
         assert_simplex(out, entry)
     else:
@@ -197,12 +198,13 @@ def check_explain(model, r, text, S, seed, hyper):
     assert r.n_samples == S and r.seed == seed
     assert r.hyper == dict(model.hyper(**hyper))
     # the headline numbers
-    assert r.sample_probs.shape == (S, 2) and r.mc_probs.shape == (2,) and r.softmax_probs.shape == (2,)
+    K = model.n_classes
+    assert r.sample_probs.shape == (S, K) and r.mc_probs.shape == (K,) and r.softmax_probs.shape == (K,)
     for name in ("sample_probs", "mc_probs", "softmax_probs", "mean_attention_probs"):
         assert_simplex(getattr(r, name), f"explain.{name}")
     for name in ("predictive_entropy", "expected_entropy", "mutual_information", "gap"):
         assert_finite_number(getattr(r, name), f"explain.{name}")
-    assert -1e-6 <= r.expected_entropy <= r.predictive_entropy + 1e-6 <= math.log(2) + 1e-5
+    assert -1e-6 <= r.expected_entropy <= r.predictive_entropy + 1e-6 <= math.log(K) + 1e-5
     for name in ("p_target", "gap", "gap_softmax", "mutual_information"):
         v = getattr(r.se, name)
         assert v is None or (math.isfinite(v) and v >= 0), f"explain.se.{name} is {v!r}"
