@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from bam_viz.model import ModelConfig
-from bam_viz.zoo import RECIPES, SHARED_WEIGHTS, write_folder_manifest
+from bam_viz.zoo import RECIPES, SHARED_WEIGHTS, read_card, write_folder_manifest
 
 DEFAULTS = dict(batch_size=32, lr=1e-3, weight_decay=0.01, warmup=0.06, kl_weight=0.01, kl_anneal=0.5, seed=0,
                 patience=2, dev_fraction=0.1, dev_samples=8)
@@ -343,16 +343,10 @@ def write_shared_card(name: str, base_card: dict, root: Path):
     card = {**base_card, "name": name, "description": config.description,
             "config": replace(config, classes=tuple(base_card["classes"])).to_dict(),
             "weights_from": base, "metrics": {},
-            "files": {f"../{base}/model.safetensors": _read_card(root / base)["files"]["model.safetensors"]}}
+            "files": {f"../{base}/model.safetensors": read_card(root / base)["files"]["model.safetensors"]}}
     folder = root / name
     folder.mkdir(parents=True, exist_ok=True)
     import json
 
     (folder / "card.json").write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
     write_folder_manifest(folder)
-
-
-def _read_card(folder: Path) -> dict:
-    import json
-
-    return json.loads((folder / "card.json").read_text())

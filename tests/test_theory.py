@@ -390,7 +390,7 @@ def test_the_table_is_the_cards_metrics():
     rows = {r.model: r for r in theory.uncertainty_table()}
     assert rows["mc-dropout"].space == "weight space" and rows["bam-wc"].space == "attention space"
     for name, row in rows.items():
-        metrics = zoo.read_card(name)["metrics"]
+        metrics = zoo.read_card(zoo.model_folder(name))["metrics"]
         assert row.nll == metrics["movies_test"]["nll"] and row.ece == metrics["movies_test"]["ece"]
         assert row.auroc_ood_mi == pytest.approx(np.mean([metrics[f"{c}_test"]["auroc_ood_mi"]
                                                           for c in theory.OOD_CORPORA]))

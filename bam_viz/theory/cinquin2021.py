@@ -89,7 +89,7 @@ def uncertainty_table(names: Sequence[str] | None = None, root=None) -> list[Unc
     names = [n for n in SPACES if n in zoo.available_models()] if names is None else list(names)
     rows = []
     for name in names:
-        metrics = (zoo.read_card(name, root).get("metrics") or {})
+        metrics = (zoo.read_card(zoo.model_folder(name, root)).get("metrics") or {})
         in_domain = metrics.get(f"{IN_DOMAIN}_test") or {}
         ood = [(c, (metrics.get(f"{c}_test") or {}).get("auroc_ood_mi")) for c in OOD_CORPORA]
         values = [in_domain.get(k) for k in ("nll", "ece", "auroc_ambiguous_mi")] + [v for _, v in ood]
