@@ -18,6 +18,7 @@ interrupted run leaves nothing that loads.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import shlex
@@ -312,8 +313,6 @@ def train(args) -> Path:
 def write_model_folder(out: Path, state: dict[str, torch.Tensor], card: dict) -> Path:
     """Weights, card (with their sha256) and manifest into a temporary sibling of `out`, renamed onto
     `out` at the end: an interrupted write leaves only a hidden `.partial` folder, which loads nowhere."""
-    import json
-
     from safetensors.torch import save_file
 
     from bam_viz.nn.encoder import sha256_file
@@ -346,7 +345,5 @@ def write_shared_card(name: str, base_card: dict, root: Path):
             "files": {f"../{base}/model.safetensors": read_card(root / base)["files"]["model.safetensors"]}}
     folder = root / name
     folder.mkdir(parents=True, exist_ok=True)
-    import json
-
     (folder / "card.json").write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
     write_folder_manifest(folder)

@@ -645,3 +645,10 @@ def test_an_example_opens_the_three_class_model_on_its_class():
     header, _ = payload(app)
     assert header["classes"] == ["negative", "neutral", "positive"]
     assert header["classes"][header["target"]] == "neutral"
+
+
+def test_a_bam_viz_models_entry_without_models_is_a_warning_and_the_page_goes_on(tmp_path, monkeypatch):
+    monkeypatch.setenv("BAM_VIZ_MODELS", str(tmp_path / "nowhere"))
+    app = new_app().run()
+    assert not app.exception and any("holds no model folder" in w.value for w in app.warning)
+    assert app.selectbox(key="model").value == "bam-wc"

@@ -26,8 +26,9 @@ from bam_viz.plots import captions
 from bam_viz.plots.style import TOKEN_WINDOW
 from bam_viz.plots.tokens import token_window, window_around, window_label, window_starts
 from bam_viz.plots.wording import Facts, count
+from bam_viz.zoo import missing_user_folders
 from views import components, state, why_view
-from views.text import token_option
+from views.text import md_escape, token_option
 
 ss = st.session_state
 _rng = random.Random()
@@ -394,6 +395,8 @@ def main() -> None:
     st.caption("Bayesian Attention Modules (Fan et al., NeurIPS 2020) make attention weights random. "
                "Type a sentence, pick a model, move the sliders, and watch what the model is unsure about.")
     models = bam_viz.available_models()
+    for entry in missing_user_folders():   # a mistyped $BAM_VIZ_MODELS entry: say so, go on
+        st.warning(f"$BAM_VIZ_MODELS names {md_escape(entry)}, which holds no model folder (card.json).")
     if not models:
         st.error("No pretrained models found in pretrained/: the lead's training has not shipped any yet.")
         return
