@@ -175,15 +175,19 @@ def _check_manifest(folder: Path) -> None:
                 raise CheckpointError(f"{folder / file} was changed: its sha256 is not the one in {path}")
 
 
+def path_list(value: str) -> list[str]:
+    """The entries of a list of paths in an environment variable: separated by commas or the path
+    separator, blanks dropped ($BAM_VIZ_MODELS, $BAM_VIZ_LESSONS)."""
+    return [e.strip() for e in re.split(rf"[,{re.escape(os.pathsep)}]", value) if e.strip()]
+
+
 def user_folders(value: str | None = None) -> dict[str, Path]:
     """The model folders `$BAM_VIZ_MODELS` names, by model name: entries separated by commas or the
     path separator, each a model folder (with card.json) or a folder of them. A name the zoo or an
     earlier entry already has is qualified by its parent folder's name ("runs/bam-wc")."""
     value = os.environ.get(MODELS_ENV, "") if value is None else value
     found: dict[str, Path] = {}
-    for entry in (e.strip() for e in re.split(rf"[,{re.escape(os.pathsep)}]", value)):
-        if not entry:
-            continue
+    for entry in path_list(value):
         root = Path(entry).expanduser()
         folders = [root] if (root / "card.json").exists() else sorted(
             p for p in (root.iterdir() if root.is_dir() else ()) if (p / "card.json").exists()
@@ -199,8 +203,7 @@ def user_folders(value: str | None = None) -> dict[str, Path]:
 def missing_user_folders(value: str | None = None) -> list[str]:
     """Entries of `$BAM_VIZ_MODELS` that hold no model folder (for a message, never an exception)."""
     value = os.environ.get(MODELS_ENV, "") if value is None else value
-    entries = [e.strip() for e in re.split(rf"[,{re.escape(os.pathsep)}]", value) if e.strip()]
-    return [e for e in entries if not user_folders(e)]
+    return [e for e in path_list(value) if not user_folders(e)]
 
 
 def available_models() -> list[str]:
