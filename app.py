@@ -12,6 +12,7 @@ import streamlit as st
 os.environ.setdefault("BAM_VIZ_MALLOC_TUNING", "memory")
 
 from bam_viz.live.priority import server_priority  # noqa: E402
+from views.join import LESSONS_PATH  # noqa: E402  (the join link and the route: one name)
 
 # The server's threads yield a busy core to the machine's own browser (the projector's page): nice 5,
 # background frames 15 ($BAM_VIZ_SERVER_NICE; docs/performance.md, "Twenty sessions at once").
@@ -26,5 +27,6 @@ page = st.navigation([
     st.Page("views/corpus.py", title="Corpus"),
     st.Page("views/about.py", title="About / theory"),
     st.Page("views/theory.py", title="Theory lab"),
+    st.Page("views/lessons.py", title="Lessons", url_path=LESSONS_PATH),
 ])
 page.run()

@@ -461,4 +461,5 @@ def _zoo_models() -> list[str]:
     return [*available_models(), score.VADER]
 
 
-main()
+if __name__ == "__main__":         # Streamlit runs a page as __main__; views/lessons.py imports it
+    main()

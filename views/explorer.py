@@ -129,8 +129,7 @@ def model_summary(model) -> None:
     metrics = ((getattr(model, "card", None) or {}).get("metrics") or {}).get("movies_test") or {}
     shown = [f"{label} {metrics[k]:.3f}" for k, label in
              (("accuracy", "accuracy"), ("nll", "NLL"), ("ece", "ECE")) if isinstance(metrics.get(k), float)]
-    st.caption("Movies test set: " + " · ".join(shown) if shown
-               else "No test-set metrics in this model's card yet.")
+    st.caption("Movies test set: " + " · ".join(shown) if shown else "No test-set metrics in this model's card yet.")
 
 
 def sync_hyper_to_model(model) -> None:
@@ -175,8 +174,7 @@ def _hyper_sent() -> None:
 
 
 def sampling_controls(model) -> None:
-    reason = None if model.stochastic else (
-        f"{model.name} is deterministic: every sample would be the same.")
+    reason = None if model.stochastic else f"{model.name} is deterministic: every sample would be the same."
     ss.setdefault("n_samples", state.DEFAULT_N_SAMPLES)
     ss.setdefault("seed", 0)
     st.slider("n_samples · attention samples", *state.N_SAMPLES_RANGE, key="n_samples", step=1,
@@ -271,12 +269,10 @@ def picture_controls(result, model) -> tuple[int, int, int, int, bool]:
     c = st.columns(4)
     c[0].selectbox("Layer (layer)", range(L), key="layer", format_func=functools.partial(_layer_name, stochastic),
                    persist_state="session")
-    c[1].selectbox("Head (head)", range(H), key="head", format_func=lambda h: f"head {h}",
-                   persist_state="session")
+    c[1].selectbox("Head (head)", range(H), key="head", format_func=lambda h: f"head {h}", persist_state="session")
     options = list(range(T))
     c[2].selectbox("Query token (query_token)", options, key="query_token", persist_state="session",
-                   format_func=token_name,
-                   help="Whose attention to inspect: [CLS] is what the classifier reads.")
+                   format_func=token_name, help="Whose attention to inspect: [CLS] is what the classifier reads.")
     c[3].selectbox("Key token for the density (key_token)", options, key="key_token",
                    persist_state="session", format_func=token_name)
     window_control(result)
@@ -285,8 +281,7 @@ def picture_controls(result, model) -> tuple[int, int, int, int, bool]:
               help="Off: every colour scale is fixed (weights 0 to 1, std and spread 0 to 0.5, KL on a log "
                    "scale), so a colour means the same value everywhere. On: each scale stretches over the "
                    "values shown, for contrast; a bright cell is then high only compared with the others.")
-    picture = {k: ss.get(k) for k in state.PICTURE_KEYS}
-    state.write_query_params(state.PICTURE_KEYS, picture)
+    state.write_query_params(state.PICTURE_KEYS, {k: ss.get(k) for k in state.PICTURE_KEYS})
     return ss["layer"], ss["head"], ss["query_token"], ss["key_token"], ss["relative_colour"]
 
 
@@ -441,17 +436,14 @@ def live_view(model, name: str) -> None:
         hyper_controls(model)
         st.markdown("**Sampling**")
         sampling_controls(model)
-
-    text = ss.get("text", "")
+    text, hyper = ss.get("text", ""), {h: float(ss[h]) for h in model.hyper_names}
     values = {"text": text, "model": name, "n_samples": ss["n_samples"], "seed": ss["seed"],
-              "presentation": 1 if ss["presentation"] else None,
-              **{h: float(ss[h]) for h in model.hyper_names}}
+              "presentation": 1 if ss["presentation"] else None, **hyper}
     state.write_query_params(state.MAIN_KEYS, values)
     if not text.strip():
         st.info("Type a sentence above, or pick an example, to see how the model reads it.")
         _poll(False)
         return
-    hyper = {h: float(ss[h]) for h in model.hyper_names}
     n_samples, seed = (ss["n_samples"], ss["seed"]) if model.stochastic else (1, 0)
     try:
         n_samples, reduced = state.samples_that_fit(model, text, n_samples)
@@ -470,16 +462,17 @@ def live_view(model, name: str) -> None:
                           tuple((h, v) for h, v in hyper.items() if h not in state.LIVE_SLIDERS), target)
         grid = view.grid(model)
         grid.start(_indices(grid, hyper)[0])
+        ss["_explorer_view"] = view                # what a lesson's revealed number reads (views/lessons.py)
     except ValueError as err:
         st.info(f"{err}")
         _poll(False)
         return
     for note in result.notes:
         (st.warning if note.warning else st.info)(note)
-
     summary_panel(grid, result, hyper)
     inspection(view, model, hyper)
-    why_view.why_section(view, model)
+    with st.container(key=state.WHY_PANEL_KEY):
+        why_view.why_section(view, model)
     render_marker(values, started, result.n_samples, grid.ready)
     _poll(not grid.complete)
 
@@ -497,4 +490,5 @@ def _window(result) -> list[int]:
     return token_window(len(result.tokens), _as_index(ss.get("window_start")) or 1)
 
 
-main()
+if __name__ == "__main__":         # Streamlit runs a page as __main__; views/lessons.py imports it
+    main()

@@ -68,6 +68,7 @@ PREDICTED = -1
 # The "Why this prediction" section's controls, written by its own fragment (views/why_view.py).
 WHY_KEYS = ("why", "why_target", "why_samples", "why_steps")
 WHY_SAMPLES = (4, 8, 16)
+WHY_PANEL_KEY = "why_panel"          # the section's container: what a lesson outlines (views/lesson_files.py)
 WHY_STEPS = (16, 32, 64)
 
 

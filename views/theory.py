@@ -40,6 +40,7 @@ CHOICES = {
 }
 SLIDERS = {c.name: c for c in theory.CONTROLS}
 TEXT_KEY = "sentence"
+SECTION_KEY = "theory_{}"              # a section's container: what a lesson outlines (views/lesson_files.py)
 URL_KEYS = (TEXT_KEY, *CHOICES, *SLIDERS)
 # Larger type for a projector: captions nearly as dark as the text, widget labels and prose larger.
 PAGE_CSS = """
@@ -328,7 +329,9 @@ def main() -> None:
                  persist_state="session",
                  help="The camera button above each figure saves it in this format, drawn by your browser.")
     write_query_params()
-    BODIES[ss["section"]]()
+    with st.container(key=SECTION_KEY.format(ss["section"])):
+        BODIES[ss["section"]]()
 
 
-main()
+if __name__ == "__main__":         # Streamlit runs a page as __main__; views/lessons.py imports it
+    main()
