@@ -28,6 +28,10 @@ painted the move:
 Each press also records what the page was doing (long tasks, payload fetches, frames of the grid
 it had; the long animation frames with their scripts are kept in the JSON).
 
+With `--lesson ID:STEP` (the lesson case), every session opens that step of a lesson (`/lessons?lesson=ID&step=STEP`,
+an explorer step of a model with a posterior slider) as a class does when the teacher shows its QR code,
+and types nothing: all of them look at the step's sentence, and press and release as above.
+
 With `--browsers B` (B < sessions), only B sessions are chromium pages (spread evenly through the
 stagger) and the others are `protocol_client.Student`s: students whose browsers run on machines of
 their own, as in a classroom. A student asks of the server everything the page asks (the page and
@@ -58,6 +62,7 @@ from protocol_client import Student  # noqa: E402
 from soak import descendants  # noqa: E402
 
 START = "/?model=bam-wc&n_samples=32&seed=0"
+LESSON: dict = {}          # the lesson case (`--lesson`, `lesson_case`): the step's path, page and sentence
 SUBJECTS = ("the actor", "the script", "the director", "the score", "the camera", "the editing", "the cast",
             "the villain", "the ending", "the sequel", "the remake", "the pacing", "the dialogue", "the plot",
             "the heroine", "the costumes", "the soundtrack", "the finale", "the premise", "the humour",
@@ -114,7 +119,7 @@ async def session(browser, base: str, j: int, presses: int, delay: float, timeou
     """One student: open, type, press; returns what was measured and seen."""
     rng = random.Random(j)
     await asyncio.sleep(delay)
-    rec: dict = {"session": j, "text": sentence(j), "presses_s": []}
+    rec: dict = {"session": j, "text": LESSON.get("text") or sentence(j), "presses_s": []}
     context = await browser.new_context(viewport={"width": 1400, "height": 1000})
     page = await context.new_page()
     await page.add_init_script(PRESS_CLOCK_JS)
@@ -122,7 +127,7 @@ async def session(browser, base: str, j: int, presses: int, delay: float, timeou
     frames = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
     try:
         t0 = time.perf_counter()
-        await page.goto(base + START, timeout=timeout_s * 1000)
+        await page.goto(base + LESSON.get("path", START), timeout=timeout_s * 1000)
         await page.wait_for_function(FIRST_CHARTS, timeout=timeout_s * 1000, polling=POLL_MS)
         rec["load_s"] = round(time.perf_counter() - t0, 3)
     except Exception as err:                       # a timeout is this benchmark's failure to report
@@ -130,14 +135,15 @@ async def session(browser, base: str, j: int, presses: int, delay: float, timeou
         await context.close()
         return rec
     try:
-        old = await page.evaluate("() => document.querySelector('.bamviz-root[data-kind=summary]')?.dataset.id")
-        box = page.get_by_label("Sentence (text)")
-        await box.fill(rec["text"])
-        t0 = time.perf_counter()
-        await box.press("Control+Enter")
-        await page.wait_for_function(PAINTED_JS, arg=[old, False, False], timeout=timeout_s * 1000,
-                                     polling=POLL_MS)
-        rec["sentence_s"] = round(time.perf_counter() - t0, 3)
+        if not LESSON:
+            old = await page.evaluate("() => document.querySelector('.bamviz-root[data-kind=summary]')?.dataset.id")
+            box = page.get_by_label("Sentence (text)")
+            await box.fill(rec["text"])
+            t0 = time.perf_counter()
+            await box.press("Control+Enter")
+            await page.wait_for_function(PAINTED_JS, arg=[old, False, False], timeout=timeout_s * 1000,
+                                         polling=POLL_MS)
+            rec["sentence_s"] = round(time.perf_counter() - t0, 3)
         slider = page.get_by_role("slider", name=re.compile(r"^shape_k "))
         await slider.focus()
         rec["presses_page_s"], rec["press_detail"] = [], []
@@ -190,11 +196,12 @@ async def student(base: str, j: int, presses: int, delay: float, timeout_s: floa
     reaches the server)."""
     rng = random.Random(j)
     await asyncio.sleep(delay)
-    rec: dict = {"session": j, "text": sentence(j), "releases_s": [], "browser": False}
+    rec: dict = {"session": j, "text": LESSON.get("text") or sentence(j), "releases_s": [], "browser": False}
     s = Student(base)
     try:
         t0 = time.perf_counter()
-        await s.start(START.lstrip("/?"))
+        path, _, query = LESSON.get("path", START).partition("?")
+        await s.start(query, page=path.strip("/"))
         await s.until_charts(timeout_s)
         rec["load_s"] = round(time.perf_counter() - t0, 3)
     except Exception as err:
@@ -202,7 +209,8 @@ async def student(base: str, j: int, presses: int, delay: float, timeout_s: floa
         await s.close()
         return rec
     try:
-        rec["sentence_s"] = round(await s.type(rec["text"], timeout_s), 3)
+        if not LESSON:
+            rec["sentence_s"] = round(await s.type(rec["text"], timeout_s), 3)
         values, current = s.slider_values("shape_k")
         i = values.index(current) if current in values else 0
         for _ in range(presses):
@@ -245,6 +253,20 @@ def _format(shown: str) -> str:
         return shown
 
 
+def lesson_case(spec: str) -> dict:
+    """`--lesson ID:STEP`: the step's address and sentence, read by the app's own lesson reader."""
+    from views.lesson_files import load_lessons
+
+    lesson_id, _, step = spec.partition(":")
+    lessons = {lesson.id: lesson for lesson in load_lessons()[0]}
+    if lesson_id not in lessons or not step.isdigit() or not 1 <= int(step) <= len(lessons[lesson_id].steps):
+        raise SystemExit(f"--lesson {spec}: no such lesson step (lessons: {', '.join(lessons)})")
+    view = lessons[lesson_id].steps[int(step) - 1].view
+    if view.page != "explorer" or "text" not in view.params:
+        raise SystemExit(f"--lesson {spec}: the step's view is not an explorer sentence")
+    return {"path": f"/lessons?lesson={lesson_id}&step={step}", "page": "lessons", "text": view.params["text"]}
+
+
 def browser_slots(sessions: int, browsers: int) -> set[int]:
     """Which of the sessions are chromium pages: `browsers` of them, spread evenly through the stagger."""
     browsers = max(0, min(browsers, sessions))
@@ -260,6 +282,7 @@ async def run_async(sessions: int, stagger: float, presses: int, timeout_s: floa
     browsers = sessions if browsers is None else browsers
     in_browser = browser_slots(sessions, browsers)
     out: dict = {"sessions": sessions, "browsers": len(in_browser), "stagger_s": stagger, "presses": presses,
+                 "lesson": LESSON.get("path"),
                  "load_1min": os.getloadavg()[0]}
     proc: list = []
     with serve(ROOT / "app.py", log=log, process=proc) as base:
@@ -310,8 +333,8 @@ async def run_async(sessions: int, stagger: float, presses: int, timeout_s: floa
 def _report(recs: list[dict]) -> dict:
     def stats(key):
         values = [r[key] for r in recs if key in r]
-        return {"median_s": round(statistics.median(values), 3), "max_s": round(max(values), 3),
-                "n": len(values)} if values else None
+        return {"median_s": round(statistics.median(values), 3), "p95_s": round(summary(values)["p95_s"], 3),
+                "max_s": round(max(values), 3), "n": len(values)} if values else None
 
     presses = [t for r in recs for t in r.get("presses_s", [])]
     in_page = [t for r in recs for t in r.get("presses_page_s", [])]
@@ -339,8 +362,11 @@ def main() -> None:
                     help="presses of the single user (default: --presses times the number of pages)")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds before a wait counts as failed")
     ap.add_argument("--log", type=Path, default=None, help="the server's output")
+    ap.add_argument("--lesson", default=None, help="ID:STEP: every session opens this lesson step (the lesson case)")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
+    if args.lesson:
+        LESSON.update(lesson_case(args.lesson))
     result = asyncio.run(run_async(args.sessions, args.stagger, args.presses, args.timeout, args.log,
                                     args.browsers, args.single_presses))
     print(json.dumps({k: v for k, v in result.items() if k != "sessions_detail"}, indent=2))

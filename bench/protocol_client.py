@@ -52,6 +52,7 @@ class Student:
         self.timers: dict[str, float] = {}         # fragment id -> rerun interval (s)
         self._timers_this_run: dict[str, float] = {}
         self.query = ""
+        self.page = ""                             # the page's url path ("lessons"), "" for the default page
         self.marker = ""
         self.sliders: dict | None = None           # the sliders component's data (values, current)
         self.fetched: set[bytes] = set()
@@ -61,13 +62,14 @@ class Student:
         self._tasks: list[asyncio.Task] = []
 
     # ---- the page --------------------------------------------------------------------------------
-    async def start(self, query: str) -> None:
+    async def start(self, query: str, page: str = "") -> None:
+        """Open the page at url path `page` ("" for the default page) with the query string `query`."""
         import websockets
 
         await asyncio.to_thread(self._get_page)
         url = self.base.replace("http", "ws", 1) + "/_stcore/stream"
         self.ws = await websockets.connect(url, subprotocols=["streamlit"], origin=self.base, max_size=None)
-        self.query = query
+        self.query, self.page = query, page
         self._tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._tick())]
         await self._send()
 
@@ -152,6 +154,7 @@ class Student:
         rs = msg.rerun_script
         rs.query_string = self.query
         rs.page_script_hash = ""
+        rs.page_name = self.page
         rs.fragment_id = fragment
         rs.is_auto_rerun = auto
         for wid, (kind, value) in self.states.items():

@@ -73,3 +73,26 @@ def test_the_load_benchmark_presses_stay_on_the_slider_and_compare_like_with_lik
     r = load._report([single])
     assert r["presses"]["n"] == 20 and r["presses_in_page"]["n"] == 20
     assert r["presses_in_page"]["median_s"] == 0.03 and r["presses"]["median_s"] == 0.05
+
+
+def test_a_student_opens_a_lesson_step_and_sees_its_sentence():
+    """The load benchmark's lesson case (`bench/load.py --lesson`): a student who opens a lesson step's
+    link is shown the step's sentence, in the explorer embedded under the lesson."""
+    import load
+
+    case = load.lesson_case("attention-random-variable:1")
+
+    async def one(base):
+        s = Student(base)
+        try:
+            path, _, query = case["path"].partition("?")
+            await s.start(query, page=path.strip("/"))
+            await s.until_charts(120)
+            return s.marker, s.own(case["text"]), s.slider_values("shape_k")
+        finally:
+            await s.close()
+
+    with bl.serve(ROOT / "app.py") as base:
+        marker, own, (values, current) = asyncio.run(one(base))
+    assert f"text {tag(case['text'])} " in marker and own["own_text_in_footer"], marker
+    assert current in values
