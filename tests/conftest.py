@@ -53,3 +53,30 @@ def no_frames_left_behind():
         assert live.wait_idle(420)
     finally:
         live.IDLE_S = float("inf")
+
+
+@pytest.fixture(scope="module")
+def server(request):
+    """The app served on loopback for one browser test file (`bench/browser_latency.serve`), its
+    output in artifacts/<file>-server.log."""
+    import browser_latency as bl
+
+    artifacts = Path(__file__).resolve().parents[1] / "artifacts"
+    artifacts.mkdir(exist_ok=True)
+    name = Path(request.module.__file__).stem.removeprefix("test_")
+    with bl.serve(artifacts.parent / "app.py", log=artifacts / f"{name}-server.log") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's chromium through Playwright, one for a browser test file (never a downloaded one)."""
+    import browser_latency as bl
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        launched = bl.launch_chromium(p)
+        try:
+            yield launched
+        finally:
+            launched.close()

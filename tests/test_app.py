@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from app_pages import ok
 from streamlit.testing.v1 import AppTest
 
 import bam_viz
@@ -38,12 +39,6 @@ def new_app(**query) -> AppTest:
     at = AppTest.from_file(str(APP), default_timeout=120)
     for k, v in query.items():
         at.query_params[k] = v
-    return at
-
-
-def ok(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
     return at
 
 

@@ -11,7 +11,6 @@ import re
 from pathlib import Path
 from urllib.parse import urlparse
 
-import browser_latency as bl
 import pytest
 
 from bam_viz.evaluation import corpus
@@ -24,25 +23,6 @@ pytestmark = pytest.mark.browser
 MEASURE = "mutual_information"
 COUNT = ".st-key-corpus_count"
 SCATTER = "[class*='st-key-corpus_scatter_'] canvas, [class*='st-key-corpus_scatter_'] svg.marks"
-
-
-@pytest.fixture(scope="module")
-def server():
-    ARTIFACTS.mkdir(exist_ok=True)
-    with bl.serve(ROOT / "app.py", log=ARTIFACTS / "browser-corpus-server.log") as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = bl.launch_chromium(p)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 def shown_count(page) -> int:

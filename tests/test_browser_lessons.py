@@ -12,7 +12,6 @@ import io
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-import browser_latency as bl
 import numpy as np
 import pytest
 import zxingcpp
@@ -31,25 +30,6 @@ FIRST_RUN_MS = 120_000                     # a fresh server's first page imports
 # Hosts a request may go to: this machine. The test server listens on loopback (.streamlit/config.toml),
 # so the link the page shows is a loopback one too.
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
-
-
-@pytest.fixture(scope="module")
-def server():
-    ARTIFACTS.mkdir(exist_ok=True)
-    with bl.serve(ROOT / "app.py", log=ARTIFACTS / "browser-lessons-server.log") as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = bl.launch_chromium(p)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 def new_person(browser, outside: list[str]):

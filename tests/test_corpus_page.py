@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pandas as pd
 import pytest
+from app_pages import app_page, ok
 from streamlit import dataframe_util
 from streamlit.testing.v1 import AppTest
 
@@ -29,17 +30,7 @@ TABLE = "corpus_table_"
 
 
 def new_page(**query) -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=180)
-    for k, v in query.items():
-        at.query_params[k] = v
-    at.switch_page(PAGE)
-    return at
-
-
-def ok(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    return at
+    return app_page(PAGE, 180, **query)
 
 
 def table(at: AppTest, key: str = TABLE) -> pd.DataFrame:

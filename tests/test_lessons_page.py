@@ -10,6 +10,7 @@ import math
 from pathlib import Path
 
 import pytest
+from app_pages import app_page, ok
 from streamlit.testing.v1 import AppTest
 
 from views import corpus, lesson_files, lessons, state, theory
@@ -21,17 +22,7 @@ pytestmark = pytest.mark.usefixtures("no_frames_left_behind")   # tests/conftest
 
 
 def new_page(**query) -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=300)
-    for k, v in query.items():
-        at.query_params[k] = v
-    at.switch_page(PAGE)
-    return at
-
-
-def ok(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    return at
+    return app_page(PAGE, 300, **query)
 
 
 def keys(at: AppTest) -> set[str]:
@@ -198,9 +189,8 @@ def test_an_unknown_lesson_shows_the_list_and_a_bad_step_is_corrected():
     assert not at.exception and not at.error
     assert "There is no lesson “nope” here" in at.warning[0].value
     assert at.button(key="lesson_start_prior-posterior-gap")
-    for raw, shown in (("99", "7"), ("two", "1"), ("0", "1")):
-        at.query_params["lesson"], at.query_params["step"] = "prior-posterior-gap", raw
-        ok(at.run())
+    for raw, shown in (("99", "7"), ("two", "1"), ("0", "1")):      # a link typed: a new session each
+        at = ok(new_page(lesson="prior-posterior-gap", step=raw).run())
         assert at.query_params["step"] == shown and f"Step {shown} of 7" in at.caption[0].value
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from app_pages import ok
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,12 +21,6 @@ def new_page(**query) -> AppTest:
     for k, v in query.items():
         at.query_params[k] = v
     return at.run()
-
-
-def ok(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    return at
 
 
 def captions(at: AppTest) -> list[str]:
