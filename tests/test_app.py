@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,7 @@ from streamlit.testing.v1 import AppTest
 
 import bam_viz
 from bam_viz.live import grid as live
+from bam_viz.plots import captions
 from views import components, state
 from views.state import N_SAMPLES_RANGE
 
@@ -241,6 +243,37 @@ def test_picture_controls_do_not_rerun_the_model(at, monkeypatch):
     at.number_input(key="seed").set_value(7)        # a new grid: the current value first, the rest after
     ok(at.run())
     assert len(calls) >= 1
+
+
+def test_a_release_reads_its_frame_not_the_model(monkeypatch):
+    """A slider released on a value whose frame is made runs no model: the page's captions come from
+    the frame (`live.FrameResult`), and say what explain() says at that value (the prior quoted is
+    the prior's bar, tests/test_frame_result.py)."""
+    text = "A quietly moving film."
+    at = ok(new_app(model="bam-wc", text=text).run())
+    settle()
+    calls = []
+    real = bam_viz.model.BamClassifier.explain
+    monkeypatch.setattr(bam_viz.model.BamClassifier, "explain",
+                        lambda self, *a, **k: calls.append(a) or real(self, *a, **k))
+    sliders = slider_data(at)["sliders"]
+    k_values = next(s["values"] for s in sliders if s["name"] == "shape_k")
+    beta_values = next(s["values"] for s in sliders if s["name"] == "beta")
+    at.session_state["shape_k"], at.session_state["beta"] = k_values[9], beta_values[20]
+    ok(at.run())
+    assert calls == []
+    header, _ = payload(at)
+    assert header["captions_at"] == [9, 20]
+    model = bam_viz.load("bam-wc")
+    r = model.explain(text, n_samples=state.DEFAULT_N_SAMPLES, seed=0, shape_k=k_values[9], beta=beta_values[20])
+    assert payload(at)[0]["captions"]["prediction"] == captions.prediction_caption(r)
+    layer, head, query = at.selectbox(key="layer").value, at.selectbox(key="head").value, 0
+    shown = list(range(len(r.tokens)))
+    inside = payload(at, "live_inside")[0]["captions"]
+    assert inside["maps"] == captions.sampled_maps_caption(r, layer, head, shown=shown)
+    prior = re.compile(r" \(prior \d\.\d\d\)")
+    assert (prior.sub("", inside["bars"])
+            == prior.sub("", captions.prior_posterior_caption(r, layer, head, query, shown=shown)))
 
 
 @pytest.mark.parametrize("text", ["", "   \n\t  "])

@@ -21,6 +21,7 @@ import bam_viz
 from bam_viz.core.grids import nearest_index
 from bam_viz.core.text import display_token
 from bam_viz.inference import export
+from bam_viz.inference.explain import lower_states
 from bam_viz.live import grid as live
 from bam_viz.plots import captions
 from bam_viz.plots.style import TOKEN_WINDOW
@@ -320,15 +321,17 @@ def inspection(view: state.View, model, hyper: dict) -> None:
     A fragment keeps its arguments for its reruns, in the session, until the session ends (two
     minutes after its tab closes): so it takes the view's key, not the result and grid (every sampled
     weight of the sentence), and finds them in the shared cache."""
-    result, grid = view.result(model), view.grid(model)
+    grid = view.grid(model)
+    post, prior = _indices(grid, hyper)
+    # Started here too: the cache may have let the run's grid go since (a new one has no frame yet).
+    grid.start(post)
     st.subheader("Inside the attention")
-    layer, head, query, key, relative = picture_controls(result, model)
-    shown = token_window(len(result.tokens), ss.get("window_start") or 1)
+    layer, head, query, key, relative = picture_controls(live.result_at(grid, post, prior), model)
+    shown = token_window(len(grid.tokens), ss.get("window_start") or 1)
     if shown != grid.window:                       # a long sentence's window moved: its own grid
         grid = view._replace(window=tuple(shown)).grid(model)
-    # Started here too: the cache may have let the run's grid go since (a new one has no frame yet).
-    grid.start(_indices(grid, hyper)[0])
-    post, prior = _indices(grid, hyper)
+        grid.start(post)
+    result = live.result_at(grid, post, prior, view.target)
     facts = Facts.of(result)
     density_message = facts.no_density(layer)
     if density_message is None and (layer not in grid.scored or not model.attention_family.has_density):
@@ -454,14 +457,18 @@ def live_view(model, name: str) -> None:
     if reduced:
         st.info(reduced)
     try:
-        result = state.get_result(model, name, text, tuple(hyper.items()), n_samples, seed)
+        # The page reads the sentence's slider grid only: its frame at these values is the result
+        # (`live.FrameResult`), so a release or a poll runs no model once the frame is made.
+        view = state.View(name, text, tuple(hyper.items()), n_samples, seed, _window(model, text),
+                          tuple((h, v) for h, v in hyper.items() if h not in state.LIVE_SLIDERS))
+        grid = view.grid(model)
+        post, prior = _indices(grid, hyper)
+        grid.start(post)
+        result = live.result_at(grid, post, prior)
         with st.columns([1, 2])[0]:
             target = target_control(model, result)
         result = result.for_target(target)
-        view = state.View(name, text, tuple(hyper.items()), n_samples, seed, tuple(_window(result)),
-                          tuple((h, v) for h, v in hyper.items() if h not in state.LIVE_SLIDERS), target)
-        grid = view.grid(model)
-        grid.start(_indices(grid, hyper)[0])
+        view = view._replace(target=target)
         ss["_explorer_view"] = view                # what a lesson's revealed number reads (views/lessons.py)
     except ValueError as err:
         st.info(f"{err}")
@@ -485,9 +492,9 @@ def _poll(pending: bool) -> None:
         st.rerun()
 
 
-def _window(result) -> list[int]:
+def _window(model, text: str) -> tuple[int, ...]:
     """The token window of the maps on this run (every token of a short sentence)."""
-    return token_window(len(result.tokens), _as_index(ss.get("window_start")) or 1)
+    return tuple(token_window(len(lower_states(model, text).tokens), _as_index(ss.get("window_start")) or 1))
 
 
 if __name__ == "__main__":         # Streamlit runs a page as __main__; views/lessons.py imports it

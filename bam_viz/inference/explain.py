@@ -214,15 +214,7 @@ def _explain(model, lower: LowerStates, n_samples: int, seed: int, hyper: Hyper,
             post[name] = _stack_params(lower_traces, mf_traces, "posterior_params", name)
         for name in mf_traces[0].prior_params:
             prior[name] = _stack_params(lower_traces, mf_traces, "prior_params", name)
-    notes = []
-    if truncated:
-        pieces, kept = lower.word_pieces, model.max_tokens - 2                      # without [CLS], [SEP]
-        notes.append(Note(f"The text is longer than this model's maximum of {model.max_tokens} tokens: it has "
-                          f"{pieces} word pieces, and only the first {kept} (with [CLS] and [SEP], "
-                          f"{model.max_tokens} tokens) were kept; the last {pieces - kept} were left out.",
-                          warning=True))
-    if not has_prior:
-        notes.append(Note("This model has no attention prior: prior panels repeat the posterior."))
+    notes = result_notes(model, lower)
     return ExplainResult(
         text=lower.text,
         tokens=tokens, classes=list(model.classes), model_name=model.name, family=model.family,
@@ -235,6 +227,21 @@ def _explain(model, lower: LowerStates, n_samples: int, seed: int, hyper: Hyper,
         mean_attention_slopes=None if slopes is None else slopes.cpu(),
         posterior_params=post, prior_params=prior, notes=notes, target=target,
     )
+
+
+def result_notes(model, lower: LowerStates) -> list[Note]:
+    """The notices on a result of `model` for the text of `lower`: that it was cut to the model's length,
+    and that the model has no prior."""
+    notes = []
+    if lower.truncated:
+        pieces, kept = lower.word_pieces, model.max_tokens - 2                      # without [CLS], [SEP]
+        notes.append(Note(f"The text is longer than this model's maximum of {model.max_tokens} tokens: it has "
+                          f"{pieces} word pieces, and only the first {kept} (with [CLS] and [SEP], "
+                          f"{model.max_tokens} tokens) were kept; the last {pieces - kept} were left out.",
+                          warning=True))
+    if not model.attention_family.stochastic:
+        notes.append(Note("This model has no attention prior: prior panels repeat the posterior."))
+    return notes
 
 
 def _stack_params(lower_traces, mf_traces, attr, name):

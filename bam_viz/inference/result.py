@@ -17,6 +17,7 @@ import torch
 from bam_viz import families
 from bam_viz.core import metrics
 from bam_viz.core.task import resolve_target
+from bam_viz.inference import rows
 
 
 @dataclass(frozen=True)
@@ -352,6 +353,21 @@ class ExplainResult:
         # The two-pass formula, written out: torch's std(0) is slower on this shape (docs/performance.md).
         var = (w - w.mean(0)).square_().sum(0) / (w.shape[0] - 1)
         return var.sqrt_().mean((-1, -2))
+
+    def row_summary(self, layer: int, idx: list[int]) -> rows.RowSummary:
+        """What the bars' caption reads of `layer`, for every head and query, with `idx` the keys shown
+        (`bam_viz.inference.rows.RowSummary`): E[w]'s largest key, its SE and draws' 5-95% there."""
+        return rows.row_summary(self._layer_mean(layer), self.sample_weights[:, layer], idx)
+
+    def map_summary(self, layer: int, idx: list[int]) -> rows.MapSummary:
+        """What the maps' caption reads of `layer` over the tokens `idx` (`bam_viz.inference.rows.MapSummary`)."""
+        return rows.map_summary(self._layer_mean(layer), self.sample_weights[:, layer], idx)
+
+    def _layer_mean(self, layer: int) -> torch.Tensor:
+        """`posterior_mean_weights[layer]`, from what the result holds, else from this layer alone (a frame's)."""
+        if "posterior_mean_weights" in self._cache:
+            return self.posterior_mean_weights[layer]
+        return self.sample_weights[:, layer].double().mean(0).float()
 
     def key_densities(self, layer: int, head: int, query: int, key: int, n_points: int = 200):
         """Densities of log10 S_ij under q and under the prior, for one query and key.

@@ -1,8 +1,9 @@
 """The explorer's slider grid: every slider value's charts made ahead of the user.
 
 `grid` holds `LiveGrid` (one sentence's grid), `frames` makes each value's frame (in a thread, or
-in a worker process), `scheduler` orders the frames of every session on the server, `priority`
-lowers the server's threads, `wire` packs them for the browser. `from bam_viz.live import LiveGrid`
+in a worker process), `result` reads a frame as the captions' result, `scheduler` orders the frames
+of every session on the server, `priority` lowers the server's threads, `wire` packs them for the
+browser. `from bam_viz.live import LiveGrid`
 keeps working; the grid module loads on first use.
 """
 

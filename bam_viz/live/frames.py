@@ -35,6 +35,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from bam_viz.inference.rows import RowSummary
+
 MAP_SAMPLES = 3                 # sampled maps drawn beside the mean, softmax and std maps: two rows of three
 # The headline's numbers per frame and class (`bam_viz.inference.gaps` defines them): the class's E[f(z)]
 # and its SE; f(E[w]) and Deng's gap with its delta-method SE; f(softmax) and the gap against it with
@@ -64,6 +66,9 @@ class Frame:
     spread: np.ndarray              # (L, H)
     kl: np.ndarray                  # (B, L, H) KL(q || prior) at every prior value, nats
     maps: dict                      # stochastic layer -> (H, 4 + MAP_SAMPLES', W, W) float16, MAP_KINDS then samples
+    # stochastic layer -> (RowSummary over every query, MapSummary) of the window (`bam_viz.inference.rows`):
+    # what the captions read of the sampled weights (`bam_viz.live.result.FrameResult`)
+    rows: dict
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,7 @@ class FrameParts:
     p_samples: np.ndarray
     spread: np.ndarray
     maps: dict
+    rows: dict
     softmax_weights: torch.Tensor | None = None
     prior_weights: torch.Tensor | None = None
 
@@ -112,6 +118,12 @@ def class_stats(r) -> np.ndarray:
     return np.stack([np.broadcast_to(np.asarray(columns[name], dtype=np.float64), mc.shape) for name in STATS], 1)
 
 
+def caption_rows(summary: RowSummary) -> RowSummary:
+    """A `RowSummary` as a frame keeps it, for every query: the top key as int16, the rest float32
+    (a grid holds one per frame and stochastic layer; the captions print 2 decimals of them)."""
+    return RowSummary(summary.top.astype(np.int16), *(a.astype(np.float32) for a in summary[1:]))
+
+
 def make_frame(model, text: str, n_samples: int, seed: int, hyper: dict, window: list[int],
                weights: bool = False) -> FrameParts:
     """`explain()` at `hyper`, reduced to a frame: the headline's estimates and Monte Carlo errors for
@@ -121,8 +133,9 @@ def make_frame(model, text: str, n_samples: int, seed: int, hyper: dict, window:
     r = model.explain(text, n_samples=n_samples, seed=seed, cache=False, **hyper)
     stats = class_stats(r)
     idx = torch.tensor(window)
-    maps = {}
+    maps, rows = {}, {}
     for layer in r.stochastic_layers:
+        rows[layer] = (caption_rows(r.row_summary(layer, window)), r.map_summary(layer, window))
         w = r.sample_weights[:, layer][:, :, idx][:, :, :, idx]                    # (S, H, W, W)
         S = w.shape[0]
         # NumPy: torch's std over a strided first dimension is slow; one copy serves the mean and std.
@@ -133,7 +146,7 @@ def make_frame(model, text: str, n_samples: int, seed: int, hyper: dict, window:
         parts = [mean, std, q[0], q[1], *w[:MAP_SAMPLES]]
         maps[layer] = torch.stack(parts, 1).half().numpy()                        # (H, K, W, W)
     return FrameParts(stats=stats, p_samples=r.sample_probs.float().numpy().copy(),
-                      spread=r.spread.double().numpy(), maps=maps,
+                      spread=r.spread.double().numpy(), maps=maps, rows=rows,
                       softmax_weights=r.softmax_weights.clone() if weights else None,
                       prior_weights=r.prior_weights.clone() if weights else None)
 

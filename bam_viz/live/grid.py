@@ -37,7 +37,7 @@ from bam_viz.core.labels import LABELS, labels
 from bam_viz.core.task import entropy_bound, resolve_target
 from bam_viz.core.text import display_token
 from bam_viz.families.sampling import masked_log_softmax
-from bam_viz.inference.explain import PriorDraws, lower_states
+from bam_viz.inference.explain import PriorDraws, lower_states, result_notes
 from bam_viz.inference.result import MonteCarloErrors, log10_density, log10_range
 from bam_viz.live.frames import (
     FRAME_TIMEOUT_S,
@@ -49,6 +49,7 @@ from bam_viz.live.frames import (
     make_frame,
     quantiles,
 )
+from bam_viz.live.result import FrameResult, result_at  # noqa: F401  (read as live.*)
 from bam_viz.live.scheduler import FRAME_WORKER_ENV, FRAMES, WORKERS, wait_idle  # noqa: F401  (read as live.*)
 from bam_viz.live.wire import FLOAT32_LIMIT, finite32, pack, unpack  # noqa: F401
 from bam_viz.nn.attention import Mode, Trace
@@ -128,6 +129,7 @@ class LiveGrid:
                              if self.prior_spec else [None])
         lower = lower_states(model, text)
         self.tokens, self.T = lower.tokens, len(lower.tokens)
+        self.encoded, self.truncated, self.notes = lower.text, lower.truncated, result_notes(model, lower)
         self.window = list(range(self.T)) if window is None else [int(i) for i in window]
         self.frames: list[Frame | None] = [None] * len(self.values)
         self._lock = threading.Lock()
@@ -206,7 +208,7 @@ class LiveGrid:
 
     def _store(self, i: int, parts: FrameParts) -> Frame:
         made = Frame(stats=parts.stats, p_samples=parts.p_samples, spread=parts.spread, kl=self.kl_table(i),
-                     maps=parts.maps)
+                     maps=parts.maps, rows=parts.rows)
         with self._lock:
             if self.softmax_weights is None and parts.softmax_weights is not None:
                 self.softmax_weights, self.prior_weights = parts.softmax_weights, parts.prior_weights
@@ -307,17 +309,30 @@ class LiveGrid:
         w = self.window
         pi = self.prior_weights[layer, head, query][w].double().numpy()
         out = np.tile(np.stack([pi, pi, pi, pi]), (len(self.prior_values), 1, 1))
-        if layer not in self.scored or not self.family.learned_prior or self.n_samples < 2:
-            return out
+        if self.draws_prior(layer):
+            out[:, :3] = self.prior_draw_stats(layer, head)[:, :, w]
+        return out
+
+    def draws_prior(self, layer: int) -> bool:
+        """Whether the prior's bars of `layer` are draws (a learned prior, 2 samples or more), not its pi."""
+        return layer in self.scored and self.family.learned_prior and self.n_samples >= 2
+
+    def prior_draw_stats(self, layer: int, head: int) -> np.ndarray:
+        """(B, 3, T) the mean of the prior's normalised draws, their 5% and 95% quantiles, over every key,
+        at every prior value (the same for every query); made once per (layer, head)."""
+        return self.memo("prior_draws", (layer, head), lambda: self._prior_draw_stats(layer, head))
+
+    def _prior_draw_stats(self, layer: int, head: int) -> np.ndarray:
         log_pi = self.log_pi[self.scored.index(layer), head]                           # (1, T)
         S, T = self.n_samples, log_pi.shape[-1]
+        out = np.zeros((len(self.prior_values), 3, T))
         with torch.inference_mode():
             for j in range(len(self.prior_values)):
                 g = torch.Generator(device=log_pi.device).manual_seed(PriorDraws.stream_seed(self.seed, layer, head))
                 draws = self.family.sample_prior(log_pi.expand(S, 1, 1, T), self.hyper_at(0, j), None, g)
                 drawn = draws[:, 0, 0].double()
                 q = quantiles(drawn, (0.05, 0.95))
-                out[j, 0], out[j, 1], out[j, 2] = drawn.mean(0)[w].numpy(), q[0, w].numpy(), q[1, w].numpy()
+                out[j, 0], out[j, 1], out[j, 2] = drawn.mean(0).numpy(), q[0].numpy(), q[1].numpy()
         return out
 
     def densities(self, layer: int, head: int, query: int, key: int) -> tuple[np.ndarray, np.ndarray] | None:

@@ -1,5 +1,8 @@
 """The panels' captions: short plain-language sentences for classroom use, each a pure function of
-an `ExplainResult` (the sweep's, of a `Sweep`), read off its numbers.
+an `ExplainResult` (the sweep's, of a `Sweep`), read off its numbers. The live explorer gives them a
+`bam_viz.live.result.FrameResult` instead: the same numbers, read from a slider grid's frame, so that
+a slider release is captioned without running the model. What a caption reads of the sampled
+weights goes through `row_summary` and `map_summary` (`bam_viz.inference.rows`), which both hold.
 
 Captions are plain text: a token appears as it is shown (`display_token`), and a page that renders
 a caption as Markdown escapes it first.
@@ -32,12 +35,6 @@ def _tok(result: ExplainResult, i: int) -> str:
     return "“" + display_token(result.tokens[i]) + "”"
 
 
-def _shown_share(result: ExplainResult, layer: int, head: int, rows: list[int], idx: list[int]) -> float:
-    """How much of its mean attention E[w] (`posterior_mean_weights`) a row of `rows` puts on the
-    keys `idx`, on average over the rows."""
-    return float(kit.finite(result.posterior_mean_weights[layer, head])[rows][:, idx].sum(-1).mean())
-
-
 _SHRINKS = {"weibull": ("Weibull", "k shrinks"), "lognormal": ("Lognormal", "σ grows")}
 
 
@@ -56,21 +53,19 @@ def prior_posterior_caption(result: ExplainResult, layer: int, head: int, query:
     T = len(result.tokens)
     query = clip(query, T)
     idx = shown_indices(T, shown, query)
+    row = result.row_summary(layer, idx).at(head, query)      # E[w]'s row of the query (`rows.RowSummary`)
     window = ""
     if keys := window_text(T, idx, "keys"):
-        window = (f" The bars show {keys}: they hold {_shown_share(result, layer, head, [query], idx):.2f} "
+        window = (f" The bars show {keys}: they hold {row.share:.2f} "
                   "of the query's mean attention E[w], and the rest falls on keys not shown.")
     if (reason := facts.deterministic(layer)) is not None:
         return f"{reason} Prior and posterior coincide.{window}"
-    post = kit.finite(result.posterior_mean_weights[layer, head, query])
-    post_se = kit.finite(result.posterior_mean_se[layer, head, query])
-    soft = kit.finite(result.softmax_weights[layer, head, query])
-    prior = kit.finite(result.prior_mean_weights(layer, head)[query])
-    draws = kit.finite(result.sample_weights[:, layer, head, query])
-    top = int(post.argmax())
+    top = int(row.top)
+    soft = float(kit.finite(result.softmax_weights[layer, head, query, top]))
+    prior = float(kit.finite(result.prior_mean_weights(layer, head)[query, top]))
     if top not in idx:
         window = f" {_tok(result, top)} is not among the bars shown." + window
-    lo, hi = np.quantile(draws[:, top], [0.05, 0.95])
+    mean, lo, hi = row.mean, row.lo, row.hi
     looks = f"blue bars: the posterior after the query {_tok(result, query)} looks at them"
     if facts.prior == "learned":
         bars = f"Grey bars: what the prior expects from the keys alone; {looks}."
@@ -85,17 +80,17 @@ def prior_posterior_caption(result: ExplainResult, layer: int, head: int, query:
     bars += (" Each bar is the mean over its draws; the purple mark on each blue bar is softmax(ψ), the "
              + ("deterministic pass, and the dark one on each grey bar the prior's π." if facts.prior != "none"
                 else "deterministic pass, dropout off."))
-    against = f" (prior {prior[top]:.2f})" if facts.prior != "none" else ""
-    soft_top = f"the deterministic pass gives it {soft[top]:.2f}"
+    against = f" (prior {prior:.2f})" if facts.prior != "none" else ""
+    soft_top = f"the deterministic pass gives it {soft:.2f}"
     if facts.n_samples < 2:
         return (f"{bars} Here {_tok(result, query)} attends most to {_tok(result, top)}: "
-                f"{post[top]:.2f} in the one draw{against}; {soft_top}. With {facts.samples()} the whiskers "
+                f"{mean:.2f} in the one draw{against}; {soft_top}. With {facts.samples()} the whiskers "
                 f"have no width: draw at least 2 to see how much the weights vary.{window}")
     moved = ""
-    if abs(post[top] - soft[top]) > max(2 * post_se[top], 0.005) and (why := _off_softmax(result)):
+    if abs(mean - soft) > max(2 * row.se, 0.005) and (why := _off_softmax(result)):
         moved = f" {why}"
     return (f"{bars} Whiskers span 5–95% of the sampled weights. Here {_tok(result, query)} attends most to "
-            f"{_tok(result, top)}: {post[top]:.2f} on average{against}, between {lo:.2f} and {hi:.2f} "
+            f"{_tok(result, top)}: {mean:.2f} on average{against}, between {lo:.2f} and {hi:.2f} "
             f"in 90% of samples; {soft_top}.{moved} Wide whiskers mean the model is unsure where to "
             f"look.{window}")
 
@@ -106,8 +101,6 @@ def key_density_caption(result: ExplainResult, layer: int, head: int, query: int
     query, key = clip(query, T), clip(key, T)
     if (reason := facts.no_density(layer)) is not None:
         return reason
-    if not result.posterior_params:
-        return "No density to draw for this choice; the bars show the weights."
     hyper = ", ".join(f"{k} = {v:.3g}" for k, v in result.hyper.items()) or "no hyperparameters"
     return (f"The dashed grey curve is the prior for {_tok(result, query)} → {_tok(result, key)}; "
             f"the blue curve is the posterior q the model actually samples from ({hyper}). The axis is "
@@ -120,10 +113,11 @@ def sampled_maps_caption(result: ExplainResult, layer: int, head: int, relative:
                          shown: list[int] | None = None) -> str:
     facts = Facts.of(result)
     idx = shown_indices(len(result.tokens), shown)
+    cells = result.map_summary(layer, idx).at(head)           # the std map's numbers (`rows.MapSummary`)
     window = ""
     if tokens := window_text(len(result.tokens), idx):
         window = (f" The maps show {tokens}, as queries and as keys: the cells shown in a row add up to less "
-                  f"than 1, {_shown_share(result, layer, head, idx, idx):.2f} on average in the E[w] map, and "
+                  f"than 1, {cells.share:.2f} on average in the E[w] map, and "
                   "the rest falls on keys not shown.")
     grid = "Rows are queries, columns are keys." + window
     if (reason := facts.deterministic(layer)) is not None:
@@ -131,8 +125,7 @@ def sampled_maps_caption(result: ExplainResult, layer: int, head: int, relative:
     if facts.n_samples < 2:
         return (f"Only {facts.samples()} was drawn: the std map needs at least 2 to show where draws "
                 f"disagree, so it is blank. {grid}")
-    std = kit.finite(result.sample_weights[:, layer, head][:, idx][:, :, idx]).std(0, ddof=1)   # (T, T) shown
-    q, k = (idx[i] for i in np.unravel_index(int(std.argmax()), std.shape))
+    q, k = int(cells.query), int(cells.key)
     sums = "each row sums to 1 over all its keys" if window else "each row sums to 1"
     scale = ("Colours are relative: each scale stretches to the largest value shown, so the orange map "
              "looks busy even where every std is tiny." if relative else
@@ -142,8 +135,8 @@ def sampled_maps_caption(result: ExplainResult, layer: int, head: int, relative:
     return (f"The first map is E[w], the mean of the {facts.samples()}; the second is softmax(ψ), the "
             f"deterministic pass.{' ' + off if off else ''} Each small map after them is one random draw of "
             f"the attention (rows: queries, columns: keys; {sums}). The orange map shows where draws "
-            f"disagree: most at {_tok(result, q)} → {_tok(result, k)} (std {std.max():.3f}, mean over "
-            f"cells {std.mean():.3f}). {scale}{window}")
+            f"disagree: most at {_tok(result, q)} → {_tok(result, k)} (std {cells.std_max:.3f}, mean over "
+            f"cells {cells.std_mean:.3f}). {scale}{window}")
 
 
 def _class(result: ExplainResult, c: int) -> str:

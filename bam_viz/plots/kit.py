@@ -16,17 +16,13 @@ import textwrap
 import numpy as np
 import plotly.graph_objects as go
 
+from bam_viz.inference.rows import finite  # noqa: F401  (read as kit.finite)
 from bam_viz.plots.style import MESSAGE_CHARS
 
 __all__ = ["all_equal", "axis", "figure", "finite", "label_px", "layout", "margin", "message_figure",
            "relative_range", "runs", "superscript", "ticks"]
 
 
-def finite(t) -> np.ndarray:
-    """A tensor or array as finite float64: slider extremes may produce inf/NaN, and plotly draws
-    those as blanks."""
-    a = np.asarray(t.detach().cpu().double() if hasattr(t, "detach") else t, dtype=np.float64)
-    return np.nan_to_num(a, nan=0.0, posinf=np.finfo(np.float32).max, neginf=0.0)
 
 
 def figure(data: list[dict], layout: dict) -> go.Figure:
