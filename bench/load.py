@@ -203,7 +203,7 @@ async def student(base: str, j: int, presses: int, delay: float, timeout_s: floa
         path, _, query = LESSON.get("path", START).partition("?")
         await s.start(query, page=path.strip("/"))
         await s.until_charts(timeout_s)
-        rec["load_s"] = round(time.perf_counter() - t0, 3)
+        rec["load_s"], rec["load_timeline"] = round(time.perf_counter() - t0, 3), dict(s.timeline)
     except Exception as err:
         rec["load_failed"] = f"{type(err).__name__}: {str(err).splitlines()[0]}"
         await s.close()

@@ -27,12 +27,17 @@ import json
 import re
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import parse_qs
 
 MARKER = re.compile(r"view \d+ · text (?P<tag>[0-9a-f]{8}) · .*slider grid (?P<ready>\d+)/(?P<total>\d+)")
 PAYLOAD = re.compile(rb"/app/static/live/[0-9a-f]{24}\.bin")
 ASSETS = re.compile(r'(?:src|href)="(\.?/?static/[^"]+)"')
 FINISHED_OK = 0                     # ScriptFinishedStatus.FINISHED_SUCCESSFULLY (a whole run)
+# Each student fetches on connections of its own, as its browser would (6 per host in chromium and
+# firefox). Shared, asyncio's default pool (cpu_count + 4 threads: 6 here) made twenty students' page
+# loads wait behind one another's payload fetches in this process, not in the server.
+CONNECTIONS = 6
 
 
 def tag(text: str) -> str:
@@ -60,18 +65,34 @@ class Student:
         self.polls = 0
         self._changed = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
+        self._pool = ThreadPoolExecutor(max_workers=CONNECTIONS, thread_name_prefix="student")
+        # Where a page load's time went: seconds from `start` to its page and scripts fetched
+        # ("assets"), its websocket open ("socket"), the first footer ("footer") and chart payload
+        # ("payload") received.
+        self.timeline: dict[str, float] = {}
 
     # ---- the page --------------------------------------------------------------------------------
     async def start(self, query: str, page: str = "") -> None:
         """Open the page at url path `page` ("" for the default page) with the query string `query`."""
         import websockets
 
-        await asyncio.to_thread(self._get_page)
+        self._t0 = time.perf_counter()
+        await self._fetch(self._get_page)
+        self._stamp("assets")
         url = self.base.replace("http", "ws", 1) + "/_stcore/stream"
         self.ws = await websockets.connect(url, subprotocols=["streamlit"], origin=self.base, max_size=None)
+        self._stamp("socket")
         self.query, self.page = query, page
         self._tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._tick())]
         await self._send()
+
+    async def _fetch(self, fn, *args):
+        """`fn(*args)` on one of this student's connections (`CONNECTIONS`)."""
+        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+
+    def _stamp(self, event: str) -> None:
+        if event not in self.timeline and hasattr(self, "_t0"):
+            self.timeline[event] = round(time.perf_counter() - self._t0, 3)
 
     def _get_page(self) -> None:
         html = self._get("/").decode("utf-8", "replace")
@@ -90,6 +111,7 @@ class Student:
             t.cancel()
         if self.ws is not None:
             await self.ws.close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
     # ---- what a user does ------------------------------------------------------------------------
     async def type(self, text: str, timeout: float) -> float:
@@ -219,6 +241,8 @@ class Student:
             for url in set(PAYLOAD.findall(sub.SerializeToString())):
                 if url not in self.fetched:
                     self.fetched.add(url)
-                    await asyncio.to_thread(self._get, url.decode())
+                    await self._fetch(self._get, url.decode())
+                    self._stamp("payload")
         elif kind == "markdown" and MARKER.search(sub.body):
             self.marker = sub.body
+            self._stamp("footer")

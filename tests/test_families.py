@@ -533,6 +533,21 @@ def test_key_marginals_match_the_torch_objects(name):
             assert marginal.var() == pytest.approx(float(dist.variance[at][key]), rel=1e-6)
 
 
+def test_a_marginal_is_its_frozen_distribution():
+    """`Marginal` binds a SciPy distribution's parameters without freezing one: the same numbers."""
+    from scipy import stats
+
+    from bam_viz.families.base import Marginal
+
+    for dist, params in ((stats.weibull_min, {"c": 0.7, "scale": 2.5}), (stats.gamma, {"a": 0.3, "scale": 4.0}),
+                         (stats.lognorm, {"s": 1.3, "scale": 0.2}), (stats.beta, {"a": 0.5, "b": 7.0})):
+        ours, frozen = Marginal(dist, **params), dist(**params)
+        x = frozen.ppf([0.01, 0.3, 0.9])
+        np.testing.assert_array_equal(ours.ppf([0.01, 0.3, 0.9]), x)
+        np.testing.assert_array_equal(ours.logpdf(x), frozen.logpdf(x))
+        assert ours.mean() == frozen.mean() and ours.var() == frozen.var()
+
+
 # ---- one cell's distributions from its parameters ------------------------------------------------
 CELLWISE = ["weibull", "lognormal"]          # a score distribution per attention cell
 

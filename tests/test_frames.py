@@ -1,6 +1,6 @@
-"""The live grid's background frames made in a worker process (bam_viz.live.frames.FrameWorker): the same
-numbers as the server's own, a worker at the lowest priority, one that dies is replaced without
-losing a frame, and one whose server is gone exits."""
+"""The live grid's frames made in a worker process (bam_viz.live.frames.FrameWorker): the same numbers as
+the server's own, a worker at the server's priority whose frames a request waits for go first, one
+that dies is replaced without losing a frame, and one whose server is gone exits."""
 
 from __future__ import annotations
 
@@ -53,6 +53,10 @@ def same_frames(a, b) -> None:
     assert np.array_equal(a.spread, b.spread)
     assert np.array_equal(a.kl, b.kl)
     assert a.maps.keys() == b.maps.keys() and all(np.array_equal(a.maps[k], b.maps[k]) for k in a.maps)
+    assert a.rows.keys() == b.rows.keys()
+    for layer in a.rows:
+        for x, y in zip(a.rows[layer], b.rows[layer], strict=True):
+            assert all(np.array_equal(u, v) for u, v in zip(x, y, strict=True))
 
 
 def test_a_zoo_model_knows_where_another_process_loads_it(model):
@@ -78,11 +82,14 @@ def test_frames_made_in_the_worker_equal_the_servers_own(model, process_frames, 
     assert grid.wait(180)
     pid = process_frames.worker.pid
     assert pid is not None and pid != os.getpid()
-    # The worker runs at the lowest priority: field 19 of /proc/PID/stat is the nice value.
-    assert int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16]) == frames.WORKER_NICE
-    here = live.LiveGrid(model, TEXT, 8, 3)
+    # The worker runs at the server's priority (field 19 of /proc/PID/stat is the nice value).
+    nice = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+    assert nice == os.getpriority(os.PRIO_PROCESS, 0)
+    here = live.LiveGrid(model, TEXT, 8, 3)            # made in this process, in this thread
     for i in range(len(grid.values)):
-        same_frames(grid.frames[i], here.frame(i))
+        local = frames.make_frame(model, TEXT, 8, 3, dict(here.hyper_at(i, None)), here.window,
+                                  weights=here.softmax_weights is None)
+        same_frames(grid.frames[i], here._store(i, local))
     assert grid.softmax_weights is not None and here.softmax_weights is not None
     assert np.array_equal(grid.softmax_weights.numpy(), here.softmax_weights.numpy())
 
@@ -96,6 +103,23 @@ def test_the_weights_reach_the_worker_as_shared_memory_not_a_copy(model, process
     # embeddings, 45 MB, only the sentence's rows are ever touched.)
     read = sum(p.numel() * p.element_size() for n, p in model.named_parameters() if "word_embeddings" not in n)
     assert shared_kb * 1024 > 0.9 * read
+
+
+def test_a_frame_a_request_waits_for_goes_before_the_background(model, process_frames):
+    """A "now" frame sent after six background ones is answered before the last four: the worker's
+    two background threads finish the frames they hold and start no other while it is made."""
+    worker = process_frames.worker
+    worker.submit(model, TEXT, 4, 0, {}, [0, 1]).result(180)            # started, the model sent
+    done: list[str] = []
+    later = [worker.submit(model, TEXT, 16, s, {}, list(range(8))) for s in range(6)]
+    for i, f in enumerate(later):
+        f.add_done_callback(lambda _, i=i: done.append(f"later {i}"))
+    now = worker.submit(model, TEXT, 16, 99, {}, list(range(8)), now=True)
+    now.add_done_callback(lambda _: done.append("now"))
+    now.result(180)
+    for f in later:
+        f.result(180)
+    assert done.index("now") <= 2, done
 
 
 def test_a_worker_that_dies_is_replaced_and_no_frame_is_lost(model, process_frames):

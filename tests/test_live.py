@@ -306,3 +306,16 @@ def test_background_frames_wait_for_requests_being_answered(monkeypatch):
     while len(grid.made) < 3 and time.monotonic() < deadline:
         time.sleep(0.01)
     assert [i for i, _ in grid.made] == [0, 1, 2] and scheduler.front == 0
+
+
+def test_the_class_polls_share_a_bounded_part_of_a_core(monkeypatch):
+    """A page alone polls every POLL_S; with n grids being made, each page every n x POLL_COST_S /
+    POLL_SHARE (so that n pages poll POLL_SHARE / POLL_COST_S times a second in all) up to POLL_MAX_S,
+    which stays below the time a grid is given up after."""
+    frames = scheduling.FrameScheduler()
+    for n, want in ((0, scheduling.POLL_S), (1, scheduling.POLL_S), (10, 3.2), (20, 6.0), (200, 6.0)):
+        monkeypatch.setattr(scheduling.FrameScheduler, "active", property(lambda self, n=n: n))
+        assert frames.poll_interval() == pytest.approx(want)
+        if n and frames.poll_interval() < scheduling.POLL_MAX_S:
+            assert n / frames.poll_interval() <= scheduling.POLL_SHARE / scheduling.POLL_COST_S + 1e-9
+    assert scheduling.POLL_MAX_S < live.IDLE_S

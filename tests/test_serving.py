@@ -34,7 +34,8 @@ def before():            # a thread already running when the server lowers itsel
     ready.set(); done.wait()
 old = threading.Thread(target=before); old.start(); ready.wait()
 base = nice(threading.get_native_id())   # inherited: a test run that ran app.py in-process is at 5 already
-out = {"base": base, "set": priority.server_priority(), "again": priority.server_priority()}
+out = {"base": base, "set": priority.server_priority(), "again": priority.server_priority(),
+       "switch": sys.getswitchinterval()}
 out["main"], out["old"] = nice(threading.get_native_id()), nice(old.native_id)
 def later(key, lower):   # threads started afterwards: a script run, and a background frame
     if lower:
@@ -71,11 +72,14 @@ def test_the_server_yields_a_busy_core_to_the_machines_own_browser():
     # once an AppTest has run app.py in this process, so the threads end at max(base, the setting).
     out, _ = _niceness(None)
     b = out.pop("base")
+    assert abs(out.pop("switch") - priority.SWITCH_S) < 1e-9       # the GIL handed on every 1 ms, not 5
     up = max(b, priority.SERVER_NICE)
     assert out == {"set": 5, "again": 5, "main": up, "old": up, "new": up, "frame": max(b, 15)}
     out, _ = _niceness("0")
+    out.pop("switch")
     assert out == {"base": b, "set": 0, "again": 0, "main": b, "old": b, "new": b, "frame": max(b, 10)}
     out, _ = _niceness("12")
+    out.pop("switch")
     assert out["main"] == out["old"] == out["new"] == 12 and out["frame"] == 19
     out, log = _niceness("fast")
     assert out["main"] == 5 and "BAM_VIZ_SERVER_NICE" in log and "'fast'" in log

@@ -37,6 +37,8 @@ import streamlit as st
 HERE = Path(__file__).with_name("live")
 STATIC = Path(__file__).resolve().parents[1] / "static" / "live"     # served at /app/static/live/
 KEEP_S, KEEP_FILES = 600.0, 256
+PRUNE_S = 5.0                  # the least time between two prunings of the served files
+_pruned = [float("-inf")]      # when the served files were last pruned (time.monotonic)
 SLIDERS_KEY, SUMMARY_KEY, INSIDE_KEY = "live_sliders", "live_summary", "live_inside"
 _lock = threading.Lock()
 
@@ -119,6 +121,12 @@ def _served(name: str) -> str:
 
 
 def _prune() -> None:
+    """Under `_lock`, at most every PRUNE_S (a page's poll may publish a file; listing them all each
+    time cost a class of twenty 8% of the server's runs)."""
+    now = time.monotonic()
+    if now - _pruned[0] < PRUNE_S:
+        return
+    _pruned[0] = now
     files = sorted(STATIC.glob("*.bin"), key=lambda f: f.stat().st_mtime, reverse=True)
     now = time.time()
     for i, f in enumerate(files):

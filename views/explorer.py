@@ -33,7 +33,6 @@ from views.text import md_escape, token_option
 
 ss = st.session_state
 _rng = random.Random()
-POLL_S = 0.5          # while a sentence's slider grid is being made, the page fetches the new frames this often
 # Static CSS only, never user text. A metric's label wraps in a narrow column instead of ending in "…".
 PAGE_CSS = """
 [data-testid="stMetricLabel"] :is([data-testid="stMarkdownContainer"], p) {white-space: normal; overflow: visible}
@@ -422,17 +421,17 @@ def main() -> None:
 
 
 def poll_interval() -> float:
-    """POLL_S, stretched by the number of grids sharing the background workers: each grid's frames
-    come that much more slowly, so a poll finds as many new ones, and twenty sessions polling every
-    0.5 s would spend the machine on reruns and the browsers' redraws (docs/performance.md)."""
-    return POLL_S * max(1.0, live.FRAMES.active / live.WORKERS)
+    """How often the page fetches its grid's new frames (`FrameScheduler.poll_interval`): every 0.5 s
+    alone, less often the more sentences the server is making, so that twenty pages polling never
+    spend the server on their reruns (docs/performance.md)."""
+    return live.FRAMES.poll_interval()
 
 
 @state.foreground
 def live_view(model, name: str) -> None:
     """The sliders and everything they change, a fragment. The browser moves the sliders and redraws
     the charts by itself; this reruns when a slider is released (for the URL and the captions), when
-    n_samples or the seed changes, and every POLL_S while the sentence's slider grid is being made.
+    n_samples or the seed changes, and every `poll_interval` while the sentence's slider grid is being made.
     A new sentence or model reruns the whole page, and this with it."""
     started = time.perf_counter()
     with st.sidebar:

@@ -14,7 +14,7 @@ import math
 import torch
 from torch.distributions import Dirichlet
 
-from bam_viz.families.base import AttentionFamily, CellStatistics, HyperSpec
+from bam_viz.families.base import AttentionFamily, CellStatistics, HyperSpec, Marginal
 from bam_viz.families.kl import kl_dirichlet
 from bam_viz.families.sampling import dirichlet_rsample, masked_log_softmax
 
@@ -70,5 +70,5 @@ class DirichletFamily(AttentionFamily):
 
         a, b = posterior_row["concentration"], prior_row["concentration"]
         aj, bj = float(a[key]), float(b[key])
-        return (stats.beta(aj, max(float(a.sum()) - aj, 1e-12)),
-                stats.beta(bj, max(float(b.sum()) - bj, 1e-12)))
+        return (Marginal(stats.beta, a=aj, b=max(float(a.sum()) - aj, 1e-12)),
+                Marginal(stats.beta, a=bj, b=max(float(b.sum()) - bj, 1e-12)))

@@ -11,7 +11,7 @@ import math
 import torch
 from torch.distributions import LogNormal
 
-from bam_viz.families.base import AttentionFamily, CellStatistics, HyperSpec
+from bam_viz.families.base import AttentionFamily, CellStatistics, HyperSpec, Marginal
 from bam_viz.families.kl import kl_lognormal
 from bam_viz.families.sampling import log_lognormal_rsample, masked_log_softmax, normalize_log
 
@@ -63,6 +63,5 @@ class LognormalFamily(AttentionFamily):
     def key_marginals(self, posterior_row, prior_row, key):
         from scipy import stats
 
-        q = stats.lognorm(s=float(posterior_row["sigma"][key]), scale=math.exp(float(posterior_row["loc"][key])))
-        p = stats.lognorm(s=float(prior_row["sigma"][key]), scale=math.exp(float(prior_row["loc"][key])))
-        return q, p
+        return tuple(Marginal(stats.lognorm, s=float(row["sigma"][key]), scale=math.exp(float(row["loc"][key])))
+                     for row in (posterior_row, prior_row))

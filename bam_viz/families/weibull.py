@@ -12,7 +12,7 @@ import math
 import torch
 from torch.distributions import Gamma, Weibull
 
-from bam_viz.families.base import AttentionFamily, CellStatistics, HyperSpec
+from bam_viz.families.base import AttentionFamily, CellStatistics, HyperSpec, Marginal
 from bam_viz.families.kl import EULER_GAMMA, kl_weibull_gamma
 from bam_viz.families.sampling import log_gamma_rsample, log_weibull_rsample, masked_log_softmax, normalize_log
 
@@ -100,6 +100,7 @@ class WeibullFamily(AttentionFamily):
     def key_marginals(self, posterior_row, prior_row, key):
         from scipy import stats
 
-        q = stats.weibull_min(c=float(posterior_row["shape_k"][key]), scale=float(posterior_row["scale"][key]))
-        p = stats.gamma(a=float(prior_row["alpha"][key]), scale=1 / float(prior_row["beta"][key]))
+        q = Marginal(stats.weibull_min, c=float(posterior_row["shape_k"][key]),
+                     scale=float(posterior_row["scale"][key]))
+        p = Marginal(stats.gamma, a=float(prior_row["alpha"][key]), scale=1 / float(prior_row["beta"][key]))
         return q, p

@@ -406,8 +406,8 @@ class ExplainResult:
 
 
 def log10_range(d) -> tuple[float, float]:
-    """log10 of the 0.1% and 99.9% quantiles of a frozen SciPy distribution on (0, inf); NaNs
-    where SciPy cannot say (extreme parameters)."""
+    """log10 of the 0.1% and 99.9% quantiles of a SciPy distribution on (0, inf) (frozen, or a
+    `families.base.Marginal`); NaNs where SciPy cannot say (extreme parameters)."""
     import warnings
 
     with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -419,7 +419,7 @@ def log10_range(d) -> tuple[float, float]:
 
 
 def log10_density(d, x: np.ndarray) -> np.ndarray:
-    """Density of u = log10 s at `x` for a frozen SciPy distribution of s: p_U(u) = p_S(s) s ln 10.
+    """Density of u = log10 s at `x` for a SciPy distribution of s (as `log10_range`'s): p_U(u) = p_S(s) s ln 10.
     Zeros where it overflows, never NaN."""
     import warnings
 

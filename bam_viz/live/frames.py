@@ -1,22 +1,22 @@
-"""One frame of a live grid (the sentence at one slider value, reduced to what the page draws), and
-the worker process that makes the background ones.
+"""One frame of a live grid (the sentence at one slider value, reduced to what the page draws and
+what its captions read), and the worker process that can make every frame.
 
-A frame is one `explain()` call reduced by `make_frame`. The explorer makes the frame a user waits
-for in the server, and the other values of the slider in the background (`bam_viz.live.grid`). Made by
-threads of the server, background frames share its GIL with every request: under a class, a press
-can wait for a core and for the GIL behind another student's sweep. With
-$BAM_VIZ_FRAME_WORKER=process, `FrameWorker` makes them in a process of its own instead, started
-once at the lowest CPU priority (nice 19): its own GIL, and a priority the kernel can honour, so a
-request being answered always runs first. It costs memory (its runtime, its own working memory and
-cache) and, on a machine never idle, the sweeps may wait long; so threads stay the default
-(docs/performance.md, "The sweep in a worker process", has both measured).
+A frame is one `explain()` call reduced by `make_frame`. Without a worker, the explorer makes the
+frame a user waits for in the request's thread and the other values of the slider in background
+threads of the server (`bam_viz.live.scheduler`), which share its GIL with every request: under a
+class the server's Python is the bottleneck, and a page, a release or the event loop sending a
+student the page's scripts waits behind other students' frames. With $BAM_VIZ_FRAME_WORKER=process,
+`FrameWorker` makes every frame in a process of its own: the frames a request waits for first
+("now", on a thread at the server's priority), the background ones after (on threads NICE_STEP
+nicer, each starting only while no "now" frame waits or runs). The server then keeps its GIL for
+pages and requests; docs/performance.md ("A class of twenty") has both measured.
 
 The server sends each model to the worker once, its weights as shared memory (the server's own pages,
-mapped, not copied: `FrameScheduler.prepare` moves them there when the model is loaded), and the
-worker answers jobs on `WORKER_THREADS` threads (torch releases the GIL in its kernels). It exits
-when the server does (it watches its parent). A job whose worker died fails with `WorkerGone`, and
-the next job starts a new worker; a model without an origin (built in code, not loaded from the
-zoo, so of classes the worker may not be able to import) is never sent.
+mapped, not copied: `FrameScheduler.prepare` moves them there when the model is loaded); torch
+releases the GIL in its kernels. The worker exits when the server does (it watches its parent). A job
+whose worker died fails with `WorkerGone`, and the next job starts a new worker (the grid makes that
+frame in the server meanwhile); a model without an origin (built in code, not loaded from the zoo,
+so of classes the worker may not be able to import) is never sent.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import os
 import queue
 import threading
 import time
+from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,8 +48,7 @@ STATS = ("p_mc", "p_se", "p_mean_attention", "gap", "gap_se", "p_softmax", "gap_
 # Per frame and stochastic layer: the Monte Carlo mean of the sampled weights, their std, 5% and 95%
 # quantiles, then MAP_SAMPLES sampled maps. The softmax map (the deterministic pass) is per grid.
 MAP_KINDS = ("mean", "std", "q05", "q95")
-WORKER_NICE = 19                # the worker's niceness: any request of the server's runs before it
-WORKER_THREADS = 2              # frames made at once in the worker: this machine's cores
+WORKER_THREADS = 2              # background frames made at once in the worker, besides a 'now' one
 WORKER_WORK_MB = 192            # the worker's own working-memory budget ($BAM_VIZ_WORK_MB there)
 WORKER_CACHE_MB = 32            # and cache ($BAM_VIZ_CACHE_MB there): a frame reuses only its sentence's
                                 # lower layers, and what the page reads again is kept by the server
@@ -163,12 +163,14 @@ def _watch_parent(parent: int) -> None:
         time.sleep(1.0)
 
 
-def serve(address: str, parent: int, threads: int = WORKER_THREADS, nice: int = WORKER_NICE) -> None:
-    """The worker's main (run by `FrameWorker`, with the server's process key on stdin): nice first
-    (threads made after inherit it on Linux), then `threads` loops answering jobs (job id, model key,
-    text, S, seed, hyper, window, weights) with (job id, parts or None, error or None). A model comes
-    before its first job, as ("model", key, model): its tensors arrive as shared memory, the server's
-    own pages, not a copy."""
+def serve(address: str, parent: int, threads: int = WORKER_THREADS, server_nice: int = 0) -> None:
+    """The worker's main (run by `FrameWorker`, with the server's process key on stdin): one thread
+    answering the frames a request waits for ("now" jobs) at the server's own priority (inherited), and
+    `threads` answering the background ones, NICE_STEP below `server_nice` (`lower_priority`), each starting only
+    while no "now" job waits or runs (a frame holding this process's GIL would slow it). A job is (job
+    id, now, model key, text, S, seed, hyper, window, weights), answered (job id, parts or None, error
+    or None). A model comes before its first job, as ("model", key, model): its tensors arrive as
+    shared memory, the server's own pages, not a copy."""
     import multiprocessing
     import sys
     from multiprocessing.connection import Client
@@ -176,37 +178,64 @@ def serve(address: str, parent: int, threads: int = WORKER_THREADS, nice: int = 
     import torch.multiprocessing  # noqa: F401  (registers the reductions that receive tensors as shared memory)
 
     from bam_viz.core.device import tune_allocator
-    from bam_viz.live.priority import lower_process
+    from bam_viz.live.priority import lower_priority
 
-    lower_process(nice)
     torch.set_num_threads(1)
     tune_allocator()
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
     # The server's key: the connection's, and the one its tensors' file descriptors are fetched with.
     multiprocessing.current_process().authkey = bytes.fromhex(sys.stdin.readline().strip())
     conn = Client(address, authkey=multiprocessing.current_process().authkey)
-    models, send_lock, jobs = {}, threading.Lock(), queue.Queue()
+    models, send_lock = {}, threading.Lock()
+    now_jobs, later_jobs = queue.Queue(), deque()
+    quiet = threading.Condition()         # background frames wait on it while a "now" job waits or runs
+    busy_now = [0]                        # "now" jobs received and not yet answered
 
-    def loop():
+    def answer(job) -> None:
+        job_id, _, key, text, n_samples, seed, hyper, window, weights = job
+        try:
+            reply = (job_id, make_frame(models[key], text, n_samples, seed, hyper, window, weights), None)
+        except Exception as e:          # one frame's failure is the server's to report
+            reply = (job_id, None, f"{type(e).__name__}: {e}")
+        with send_lock:
+            conn.send(reply)
+
+    def now_loop():
+        torch.set_num_threads(1)          # in each thread: OpenMP's thread count is the calling thread's
         while True:
-            job = jobs.get()
-            job_id, key, text, n_samples, seed, hyper, window, weights = job
+            job = now_jobs.get()
             try:
-                answer = (job_id, make_frame(models[key], text, n_samples, seed, hyper, window, weights), None)
-            except Exception as e:          # one frame's failure is the server's to report
-                answer = (job_id, None, f"{type(e).__name__}: {e}")
-            with send_lock:
-                conn.send(answer)
+                answer(job)
+            finally:
+                with quiet:
+                    busy_now[0] -= 1
+                    quiet.notify_all()
 
+    def later_loop():
+        torch.set_num_threads(1)
+        lower_priority(server_nice)
+        while True:
+            with quiet:
+                quiet.wait_for(lambda: later_jobs and not busy_now[0])
+                job = later_jobs.popleft()
+            answer(job)
+
+    threading.Thread(target=now_loop, daemon=True).start()
     for _ in range(threads):
-        threading.Thread(target=loop, daemon=True).start()
+        threading.Thread(target=later_loop, daemon=True).start()
     try:
         while True:
             message = conn.recv()
-            if message[0] == "model":       # before any job that needs it: the queue keeps the order
+            if message[0] == "model":       # before any job that needs it: the connection keeps the order
                 models[message[1]] = message[2].eval()
+            elif message[1]:
+                with quiet:
+                    busy_now[0] += 1
+                now_jobs.put(message)
             else:
-                jobs.put(message)
+                with quiet:
+                    later_jobs.append(message)
+                    quiet.notify_all()
     except (EOFError, OSError):             # the server closed the connection
         os._exit(0)
 
@@ -218,8 +247,8 @@ class FrameWorker:
     import the server's main script again), started on the first job and again after it died. It
     talks to the server over one authenticated local connection."""
 
-    def __init__(self, threads: int = WORKER_THREADS, nice: int = WORKER_NICE, work_mb: int = WORKER_WORK_MB):
-        self.threads, self.nice, self.work_mb = threads, nice, work_mb
+    def __init__(self, threads: int = WORKER_THREADS, work_mb: int = WORKER_WORK_MB):
+        self.threads, self.work_mb = threads, work_mb
         self._lock = threading.Lock()
         self._proc = self._conn = None
         self._sent: set = set()                  # the models the current process holds
@@ -240,6 +269,7 @@ class FrameWorker:
         import torch.multiprocessing  # noqa: F401  (registers the reductions that send tensors as shared memory)
 
         from bam_viz.core.cache import BUDGET_ENV, WORK_ENV
+        from bam_viz.live.priority import server_nice
 
         # This process's own key: the worker needs it to fetch the file descriptors of shared tensors.
         key = multiprocessing.current_process().authkey
@@ -249,7 +279,7 @@ class FrameWorker:
             env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")])
             # -c, not -m: the answers' classes must pickle as bam_viz.live.frames', not as a __main__ copy's.
             main = (f"from bam_viz.live.frames import serve; serve({listener.address!r}, {os.getpid()}, "
-                    f"{self.threads}, {self.nice})")
+                    f"{self.threads}, {server_nice()})")
             proc = subprocess.Popen([sys.executable, "-c", main], stdin=subprocess.PIPE, env=env)
             proc.stdin.write(bytes(key).hex().encode() + b"\n")
             proc.stdin.close()
@@ -262,10 +292,21 @@ class FrameWorker:
         self._proc, self._conn, self._sent = proc, conn, set()
         threading.Thread(target=self._receive, args=(proc, conn), daemon=True, name="bam-viz-frames").start()
 
+    def ensure(self) -> None:
+        """Start the worker now if none runs (the app does it as a model loads, in a thread of its
+        own, so that the first page does not wait for a fresh interpreter to import torch)."""
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                try:
+                    self._start()
+                except WorkerGone:          # said again, with its reason, when a frame asks
+                    pass
+
     def submit(self, model, text: str, n_samples: int, seed: int, hyper: dict, window: list[int],
-               weights: bool = False) -> Future:
+               weights: bool = False, now: bool = False) -> Future:
         """Frame parts of `model` (a zoo model: one with an `origin`) for these arguments (see
-        `make_frame`), made in the worker; raises `WorkerGone` when no worker can be started. The
+        `make_frame`), made in the worker; raises `WorkerGone` when no worker can be started. `now`: a
+        request waits for it, so it goes before every background frame, at the server's priority. The
         model goes to the worker once, its tensors as shared memory: the worker adds no copy of the
         weights, only its own working memory."""
         future: Future = Future()
@@ -279,7 +320,7 @@ class FrameWorker:
                 if key not in self._sent:
                     self._conn.send(("model", key, model))
                     self._sent.add(key)
-                self._conn.send((job_id, key, text, int(n_samples), int(seed),
+                self._conn.send((job_id, bool(now), key, text, int(n_samples), int(seed),
                                  {k: float(v) for k, v in hyper.items()}, [int(i) for i in window], weights))
             except OSError as e:
                 self._pending.pop(job_id)

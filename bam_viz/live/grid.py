@@ -50,7 +50,7 @@ from bam_viz.live.frames import (
     quantiles,
 )
 from bam_viz.live.result import FrameResult, result_at  # noqa: F401  (read as live.*)
-from bam_viz.live.scheduler import FRAME_WORKER_ENV, FRAMES, WORKERS, wait_idle  # noqa: F401  (read as live.*)
+from bam_viz.live.scheduler import FRAME_WORKER_ENV, FRAMES, POLL_MAX_S, WORKERS, wait_idle  # noqa: F401
 from bam_viz.live.wire import FLOAT32_LIMIT, finite32, pack, unpack  # noqa: F401
 from bam_viz.nn.attention import Mode, Trace
 from bam_viz.plots.captions import gap_sentence
@@ -74,7 +74,7 @@ LINEAR_POINTS = {"posterior": 61, "prior": 31}
 DENSITY_POINTS = 160
 # The maps panel's first maps (title, colour scale), then the sampled ones.
 MAP_PANELS = ((LABELS["posterior_mean"], "weight"), (LABELS["softmax_weights"], "weight"), (LABELS["std"], "std"))
-IDLE_S = 5.0                    # a grid nobody asked about for this long stops making frames
+IDLE_S = 15.0                   # a grid nobody asked about for this long stops making frames (> POLL_MAX_S)
 
 
 def slider_values(spec, trained: float | None, side: str = "posterior") -> list[float]:
@@ -199,12 +199,26 @@ class LiveGrid:
 
     # ---- frames ----------------------------------------------------------------------------------
     def frame(self, i: int) -> Frame:
-        """Frame i, made now (in this thread) if no worker has made it."""
+        """Frame i, made now if no worker has made it: in the worker process before any background frame
+        when there is one (so that it holds none of the server's GIL), else in this thread."""
         hit = self.frames[i]
         if hit is not None:
             return hit
-        return self._store(i, make_frame(self.model, self.text, self.n_samples, self.seed, dict(self.hyper_at(i, None)),
-                                         self.window, weights=self.softmax_weights is None))
+        return self._make(i, now=True)
+
+    def _make(self, i: int, now: bool) -> Frame:
+        """Frame i, made in the worker process when there is one and the model can be loaded there (a
+        zoo model), else here; `now`: a request waits for it."""
+        args = (self.text, self.n_samples, self.seed, dict(self.hyper_at(i, None)), self.window)
+        weights = self.softmax_weights is None
+        worker, origin = FRAMES.worker, getattr(self.model, "origin", None)
+        if worker is not None and origin is not None:
+            try:
+                parts = worker.submit(self.model, *args, weights=weights, now=now).result(FRAME_TIMEOUT_S)
+                return self._store(i, parts)
+            except (WorkerGone, TimeoutError):  # killed, out of memory, stuck: made here; the next job starts a new one
+                pass
+        return self._store(i, make_frame(self.model, *args, weights=weights))
 
     def _store(self, i: int, parts: FrameParts) -> Frame:
         made = Frame(stats=parts.stats, p_samples=parts.p_samples, spread=parts.spread, kl=self.kl_table(i),
@@ -215,21 +229,6 @@ class LiveGrid:
             self.frames[i] = made
         return made
 
-    def _make_background(self, i: int) -> None:
-        """Frame i for the scheduler: in the worker process when there is one and the model can be
-        loaded there (a zoo model), else here."""
-        worker, origin = FRAMES.worker, getattr(self.model, "origin", None)
-        if worker is None or origin is None:
-            self.frame(i)
-            return
-        try:
-            parts = worker.submit(self.model, self.text, self.n_samples, self.seed, dict(self.hyper_at(i, None)),
-                                  self.window, weights=self.softmax_weights is None).result(FRAME_TIMEOUT_S)
-        except (WorkerGone, TimeoutError):  # killed, out of memory, stuck: made here; the next job starts a new one
-            self.frame(i)
-            return
-        self._store(i, parts)
-
     def _work(self, i: int) -> None:
         with self._lock:
             if self.frames[i] is not None or i in self._making:
@@ -238,7 +237,8 @@ class LiveGrid:
                 return
             self._making.add(i)
         try:
-            self._make_background(i)
+            if self.frames[i] is None:
+                self._make(i, now=False)
         finally:
             with self._lock:
                 self._making.discard(i)
@@ -440,21 +440,13 @@ def summary_payload(grid: LiveGrid, current: int, extra: dict | None = None,
     and each sample's probability of it `p_samples` (G, S), and for the predictive distribution
     `class_probs` (G, 4, C): every class's E[f(z)], the 5% and 95% points of its samples, and f(softmax).
     The header names the classes, the target and the class predicted at `current`."""
-    G, S, C = len(grid.values), grid.n_samples, len(grid.classes)
+    C = len(grid.classes)
     t = grid.target_at(current, target)
-    stats = np.full((G, len(STATS)), np.nan)
-    p = np.full((G, S), np.nan)
-    classes = np.full((G, 4, C), np.nan)
-    mc, soft = STATS.index("p_mc"), STATS.index("p_softmax")
-    for i, f in enumerate(grid.frames):
-        if f is not None:
-            stats[i], p[i] = f.stats[t], f.p_samples[:, t]
-            classes[i, 0], classes[i, 3] = f.stats[:, mc], f.stats[:, soft]
-            classes[i, 1:3] = np.quantile(f.p_samples.astype(np.float64), (0.05, 0.95), axis=0)
     ready = grid.ready
+    arrays = grid.memo("summary", (tuple(ready), t), lambda: _summary_arrays(grid, t), keep=2)
     header = {
         "kind": "summary", "id": _digest("summary", id(grid), ready, t), "ready": ready,
-        "n_samples": S, "seed": grid.seed, "model": grid.model.name, "stats": list(STATS),
+        "n_samples": grid.n_samples, "seed": grid.seed, "model": grid.model.name, "stats": list(STATS),
         "labels": labels(display_token(grid.classes[t]), C), "style": page_style("summary"),
         "classes": list(grid.classes), "target": t, "predicted": grid.target_at(current, "predicted"),
         "entropy_bound": entropy_bound(C),
@@ -463,7 +455,22 @@ def summary_payload(grid: LiveGrid, current: int, extra: dict | None = None,
             grid.posterior_spec.name) if grid.posterior_spec else None, current),
         **(extra or {}),
     }
-    return pack(header, {"stats": finite32(stats), "p_samples": finite32(p), "class_probs": finite32(classes)})
+    return pack(header, arrays)
+
+
+def _summary_arrays(grid: LiveGrid, t: int) -> dict:
+    """`summary_payload`'s arrays for the class index t, from the frames made (NaN rows for the others)."""
+    G, S, C = len(grid.values), grid.n_samples, len(grid.classes)
+    stats = np.full((G, len(STATS)), np.nan)
+    p = np.full((G, S), np.nan)
+    classes = np.full((G, 4, C), np.nan)
+    mc, soft = STATS.index("p_mc"), STATS.index("p_softmax")
+    for i, f in enumerate(list(grid.frames)):
+        if f is not None:
+            stats[i], p[i] = f.stats[t], f.p_samples[:, t]
+            classes[i, 0], classes[i, 3] = f.stats[:, mc], f.stats[:, soft]
+            classes[i, 1:3] = np.quantile(f.p_samples.astype(np.float64), (0.05, 0.95), axis=0)
+    return {"stats": finite32(stats), "p_samples": finite32(p), "class_probs": finite32(classes)}
 
 
 def inside_payload(grid: LiveGrid, current: int, prior_current: int, layer: int, head: int, query: int,

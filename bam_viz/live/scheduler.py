@@ -62,6 +62,7 @@ class FrameScheduler:
 
             model.share_memory()
             trim_heap()                 # the private copies the weights leave behind go back to the system
+            threading.Thread(target=self.worker.ensure, name="bam-viz-worker-start", daemon=True).start()
 
     def use(self, mode: str) -> None:
         """Make background frames in this process's threads ("threads") or in a worker process."""
@@ -146,6 +147,13 @@ class FrameScheduler:
         with self._cond:
             return len(self._turns) + (1 if self.busy and not self._turns else 0)
 
+    def poll_interval(self) -> float:
+        """How often a page fetches its grid's new frames while they are made: every POLL_S alone; with
+        n grids being made, every n x POLL_COST_S / POLL_SHARE seconds (at most POLL_MAX_S), so that the
+        class's polls together take about POLL_SHARE of a core, whatever else the server answers: each
+        poll is a rerun of the page's fragment (docs/performance.md, "A class of twenty")."""
+        return min(max(POLL_S, self.active * POLL_COST_S / POLL_SHARE), POLL_MAX_S)
+
     @property
     def idle(self) -> bool:
         with self._cond:
@@ -175,6 +183,10 @@ class FrameScheduler:
 FRAMES = FrameScheduler()
 
 
+POLL_S = 0.5                     # a page alone fetches its grid's new frames this often
+POLL_COST_S = 0.08               # the server's time for one poll, a fragment rerun (docs/performance.md)
+POLL_SHARE = 0.25                # of one core, what a class's polls may take together
+POLL_MAX_S = 6.0                 # the longest between two polls (a grid is given up after IDLE_S: more)
 FRAME_WORKER_ENV = "BAM_VIZ_FRAME_WORKER"
 YIELD_S = 0.25                   # the longest a background frame waits for requests being answered
 STOP_TIMEOUT_S = 30.0            # at exit, the longest the frames being made are waited for (`FrameScheduler.stop`)

@@ -122,7 +122,7 @@ class ScorePair:
         return float(kl_divergence(self.posterior, self.prior))
 
     def marginals(self):
-        """q and p as SciPy frozen distributions (`AttentionFamily.key_marginals`)."""
+        """q and p as SciPy distributions with their parameters (`AttentionFamily.key_marginals`)."""
         return families.get(self.family).key_marginals(_tensors(self.posterior_values), _tensors(self.prior_values), 0)
 
     def describe(self) -> str:
