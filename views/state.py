@@ -192,8 +192,9 @@ def get_grid(model, name: str, text: str, n_samples: int, seed: int, window: tup
         with st.spinner("Computing every slider value…"):
             grid = LiveGrid(model, text, n_samples, seed, window=list(window), **dict(others))
             hit = CACHE.put("app.grid", key, grid)
-    else:
-        CACHE.grew("app.grid", key)    # frames, and the payloads made from them, are added after it is stored
+    elif hit.measured != hit.version:  # frames, and the payloads made from them, were added since it was measured
+        hit.measured = hit.version
+        CACHE.grew("app.grid", key)
     return hit
 
 

@@ -137,6 +137,8 @@ class LiveGrid:
         self._memo: dict[str, dict] = {}
         self.touched = time.monotonic()
         self.started = False
+        self.version = 0                 # counts what was added (frames, payloads kept): the cache measures again
+        self.measured = -1               # the version the cache last measured (`views.state.get_grid`)
         self._softmax_pass(lower)
         # From the first frame made: the deterministic pass's softmax weights and the prior's pi,
         # (L, H, T, T) each, which no hyperparameter moves. Not the whole explain() result: its S
@@ -227,6 +229,7 @@ class LiveGrid:
             if self.softmax_weights is None and parts.softmax_weights is not None:
                 self.softmax_weights, self.prior_weights = parts.softmax_weights, parts.prior_weights
             self.frames[i] = made
+            self.version += 1
         return made
 
     def _work(self, i: int) -> None:
@@ -356,6 +359,7 @@ class LiveGrid:
                 while len(cache) >= keep:
                     cache.pop(next(iter(cache)))
                 cache[key] = hit
+                self.version += 1
         return hit
 
     def _densities(self, layer: int, head: int, query: int, key: int) -> tuple[np.ndarray, np.ndarray]:
