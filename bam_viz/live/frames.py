@@ -48,7 +48,8 @@ STATS = ("p_mc", "p_se", "p_mean_attention", "gap", "gap_se", "p_softmax", "gap_
 # Per frame and stochastic layer: the Monte Carlo mean of the sampled weights, their std, 5% and 95%
 # quantiles, then MAP_SAMPLES sampled maps. The softmax map (the deterministic pass) is per grid.
 MAP_KINDS = ("mean", "std", "q05", "q95")
-WORKER_THREADS = 2              # background frames made at once in the worker, besides a 'now' one
+WORKER_THREADS = 2              # background frames made at once in the worker
+NOW_THREADS = 2                 # and frames a request waits for: under a class most releases land on one not made
 WORKER_WORK_MB = 192            # the worker's own working-memory budget ($BAM_VIZ_WORK_MB there)
 WORKER_CACHE_MB = 32            # and cache ($BAM_VIZ_CACHE_MB there): a frame reuses only its sentence's
                                 # lower layers, and what the page reads again is kept by the server
@@ -164,8 +165,8 @@ def _watch_parent(parent: int) -> None:
 
 
 def serve(address: str, parent: int, threads: int = WORKER_THREADS, server_nice: int = 0) -> None:
-    """The worker's main (run by `FrameWorker`, with the server's process key on stdin): one thread
-    answering the frames a request waits for ("now" jobs) at the server's own priority (inherited), and
+    """The worker's main (run by `FrameWorker`, with the server's process key on stdin): NOW_THREADS
+    threads answering the frames a request waits for ("now" jobs) at the server's own priority (inherited), and
     `threads` answering the background ones, NICE_STEP below `server_nice` (`lower_priority`), each starting only
     while no "now" job waits or runs (a frame holding this process's GIL would slow it). A job is (job
     id, now, model key, text, S, seed, hyper, window, weights), answered (job id, parts or None, error
@@ -220,7 +221,8 @@ def serve(address: str, parent: int, threads: int = WORKER_THREADS, server_nice:
                 job = later_jobs.popleft()
             answer(job)
 
-    threading.Thread(target=now_loop, daemon=True).start()
+    for _ in range(NOW_THREADS):
+        threading.Thread(target=now_loop, daemon=True).start()
     for _ in range(threads):
         threading.Thread(target=later_loop, daemon=True).start()
     try:
