@@ -259,6 +259,7 @@ def test_frames_of_many_grids_are_made_in_turn(monkeypatch):
             self.frames[i] = object()
 
     scheduler = scheduling.FrameScheduler(workers=1)
+    scheduler.use("threads")
     a, b, c = Grid("a", 3), Grid("b", 3), Grid("c", 3)
     c.touched -= live.IDLE_S + 1                       # nobody has asked about c for a while
     with scheduler._cond:                              # all three in place before the worker starts
@@ -292,6 +293,7 @@ def test_background_frames_wait_for_requests_being_answered(monkeypatch):
     class that never pauses still gets its grids."""
     monkeypatch.setattr(scheduling, "YIELD_S", 0.4)
     scheduler = scheduling.FrameScheduler(workers=1)
+    scheduler.use("threads")              # the server's own threads, which wait for its runs
     grid = _FakeGrid(3)
     with scheduler.foreground():
         t0 = time.monotonic()

@@ -18,13 +18,12 @@ stochastic layer (for the first, the two agree).
 
 A frame holds every class (`bam_viz.live.frames.class_stats`): the class the summary shows, its
 `target`, is picked when the payload is packed, so choosing another class on the page makes no frame
-again. `summary_payload` and `inside_payload` pack what the page's two chart components draw, in the
-format of `bam_viz.live.wire`.
+again. `bam_viz.live.payloads` packs what the page's two chart components draw from it, in the format of
+`bam_viz.live.wire`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 
@@ -33,15 +32,13 @@ import torch
 
 from bam_viz.core.grids import with_value
 from bam_viz.core.inputs import check_n_samples, check_seed, check_text
-from bam_viz.core.labels import LABELS, labels
-from bam_viz.core.task import entropy_bound, resolve_target
-from bam_viz.core.text import display_token
+from bam_viz.core.task import resolve_target
 from bam_viz.families.sampling import masked_log_softmax
 from bam_viz.inference.explain import PriorDraws, lower_states, result_notes
-from bam_viz.inference.result import MonteCarloErrors, log10_density, log10_range
+from bam_viz.inference.result import log10_density, log10_range
 from bam_viz.live.frames import (
     FRAME_TIMEOUT_S,
-    MAP_SAMPLES,
+    MAP_SAMPLES,  # noqa: F401  (read as live.*)
     STATS,
     Frame,
     FrameParts,
@@ -49,31 +46,16 @@ from bam_viz.live.frames import (
     make_frame,
     quantiles,
 )
+from bam_viz.live.payloads import MAP_PANELS, inside_payload, page_style, summary_payload  # noqa: F401  (live.*)
 from bam_viz.live.result import FrameResult, result_at  # noqa: F401  (read as live.*)
 from bam_viz.live.scheduler import FRAME_WORKER_ENV, FRAMES, POLL_MAX_S, WORKERS, wait_idle  # noqa: F401
 from bam_viz.live.wire import FLOAT32_LIMIT, finite32, pack, unpack  # noqa: F401
 from bam_viz.nn.attention import Mode, Trace
-from bam_viz.plots.captions import gap_sentence
-from bam_viz.plots.format import SE_DIGITS, SE_MAX_DIGITS, samples_needed
-from bam_viz.plots.style import (
-    BAR_TICK_TOKENS,
-    CLASS_BARS,
-    KL_DECADES,
-    MAX_TICK_TOKENS,
-    PAGE_COLOURS,
-    STD_RANGE,
-    STD_SCALE,
-    VALUE_SCALE,
-    WEIGHT_RANGE,
-    WEIGHT_SCALE,
-)
 
 POSTERIOR_PER_DECADE = 12       # the posterior's log slider: ~21% steps (46 values for shape_k, with the trained 3)
 PRIOR_PER_DECADE = 4            # the prior-only log slider: ~78% steps (33 values for beta)
 LINEAR_POINTS = {"posterior": 61, "prior": 31}
 DENSITY_POINTS = 160
-# The maps panel's first maps (title, colour scale), then the sampled ones.
-MAP_PANELS = ((LABELS["posterior_mean"], "weight"), (LABELS["softmax_weights"], "weight"), (LABELS["std"], "std"))
 IDLE_S = 15.0                   # a grid nobody asked about for this long stops making frames (> POLL_MAX_S)
 
 
@@ -405,121 +387,3 @@ def sweep_of(grid: LiveGrid, target: int | str | None = None, current: int = 0):
                  p_softmax=col["p_softmax"], mutual_information=col["mi"],
                  trained=grid.model.trained_hyper.get(grid.posterior_spec.name), scale=grid.posterior_spec.scale,
                  n_samples=grid.n_samples, seed=grid.seed, classes=grid.classes, target=t)
-
-
-def _slider(spec, values, trained, current: int) -> dict | None:
-    if spec is None:
-        return None
-    return {"name": spec.name, "label": spec.label, "help": spec.help, "scale": spec.scale,
-            "values": [float(v) for v in values], "trained": trained, "current": current}
-
-
-def _digest(*parts) -> str:
-    return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
-
-
-def page_style(kind: str) -> dict:
-    """What the page's JavaScript draws a `kind` ("summary" or "inside") payload with, from each
-    fact's one home: colours by their role on the page, and for the summary the decimals of an
-    estimate and its error, the samples an error needs and the gap's two sentences ({two_se} left
-    for the page to fill), for the inside the colour scales, fixed ranges and token label limits."""
-    style = {"colours": dict(PAGE_COLOURS)}
-    if kind == "summary":
-        style["class_bars"] = CLASS_BARS                                             # `shown_classes`'s rule
-        style["se_digits"] = {"digits": SE_DIGITS, "max_digits": SE_MAX_DIGITS}     # `se_digits`'s rule
-        style["samples_needed"] = {q: samples_needed(q) for q in MonteCarloErrors.ESTIMATORS}
-        style["gap_sentence"] = {"distinguishable": gap_sentence(True, "{two_se}"),
-                                 "indistinguishable": gap_sentence(False, "{two_se}")}
-    else:
-        style["scales"] = {"weight": WEIGHT_SCALE, "std": STD_SCALE, "value": VALUE_SCALE}
-        style |= {"weight_range": list(WEIGHT_RANGE), "std_range": list(STD_RANGE), "kl_decades": KL_DECADES,
-                  "map_labels_max": MAX_TICK_TOKENS, "bar_labels_max": BAR_TICK_TOKENS}
-    return style
-
-
-def summary_payload(grid: LiveGrid, current: int, extra: dict | None = None,
-                    target: int | str | None = None) -> bytes:
-    """What the headline, the sweep and the prediction panel draw, at every posterior value made so
-    far, for the class `grid.target_at(current, target)`: its headline numbers `stats` (G, len(STATS))
-    and each sample's probability of it `p_samples` (G, S), and for the predictive distribution
-    `class_probs` (G, 4, C): every class's E[f(z)], the 5% and 95% points of its samples, and f(softmax).
-    The header names the classes, the target and the class predicted at `current`."""
-    C = len(grid.classes)
-    t = grid.target_at(current, target)
-    ready = grid.ready
-    arrays = grid.memo("summary", (tuple(ready), t), lambda: _summary_arrays(grid, t), keep=2)
-    header = {
-        "kind": "summary", "id": _digest("summary", id(grid), ready, t), "ready": ready,
-        "n_samples": grid.n_samples, "seed": grid.seed, "model": grid.model.name, "stats": list(STATS),
-        "labels": labels(display_token(grid.classes[t]), C), "style": page_style("summary"),
-        "classes": list(grid.classes), "target": t, "predicted": grid.target_at(current, "predicted"),
-        "entropy_bound": entropy_bound(C),
-        "stochastic": bool(grid.stochastic_layers),
-        "slider": _slider(grid.posterior_spec, grid.values, grid.model.trained_hyper.get(
-            grid.posterior_spec.name) if grid.posterior_spec else None, current),
-        **(extra or {}),
-    }
-    return pack(header, arrays)
-
-
-def _summary_arrays(grid: LiveGrid, t: int) -> dict:
-    """`summary_payload`'s arrays for the class index t, from the frames made (NaN rows for the others)."""
-    G, S, C = len(grid.values), grid.n_samples, len(grid.classes)
-    stats = np.full((G, len(STATS)), np.nan)
-    p = np.full((G, S), np.nan)
-    classes = np.full((G, 4, C), np.nan)
-    mc, soft = STATS.index("p_mc"), STATS.index("p_softmax")
-    for i, f in enumerate(list(grid.frames)):
-        if f is not None:
-            stats[i], p[i] = f.stats[t], f.p_samples[:, t]
-            classes[i, 0], classes[i, 3] = f.stats[:, mc], f.stats[:, soft]
-            classes[i, 1:3] = np.quantile(f.p_samples.astype(np.float64), (0.05, 0.95), axis=0)
-    return {"stats": finite32(stats), "p_samples": finite32(p), "class_probs": finite32(classes)}
-
-
-def inside_payload(grid: LiveGrid, current: int, prior_current: int, layer: int, head: int, query: int,
-                   key: int, extra: dict | None = None) -> bytes:
-    """What the inside-the-attention panels draw for one layer, head, query and key, at every value
-    of both sliders: bars, the key's densities, the maps, and the layer x head spread and KL."""
-    G, B = len(grid.values), len(grid.prior_values)
-    L, H = grid.model.n_layers, grid.model.n_heads
-    W = len(grid.window)
-    k = min(MAP_SAMPLES, grid.n_samples)
-    softmax_map = grid.softmax_weights[layer, head][grid.window][:, grid.window].numpy()
-    maps = np.zeros((G, len(MAP_PANELS) + k, W, W), dtype=np.float16)
-    maps[:, 1] = softmax_map
-    spread = np.full((G, L, H), np.nan)
-    kl = np.full((G, B, L, H), np.nan)
-    post_row = np.full((G, 4, W), np.nan)
-    for i, f in enumerate(grid.frames):
-        if f is None:
-            continue
-        spread[i], kl[i] = f.spread, f.kl
-        post_row[i] = grid.posterior_row(i, layer, head, query)
-        if layer in f.maps:
-            m = f.maps[layer][head]
-            maps[i, 0], maps[i, 2], maps[i, 3:] = m[0], m[1], m[4 : 4 + k]
-        else:                                  # deterministic: every sample, and so their mean, is softmax
-            maps[i, 0], maps[i, 3:] = softmax_map, softmax_map
-    arrays = {"maps": maps, "post_row": finite32(post_row), "prior_row": grid.prior_rows(layer, head, query),
-              "spread": finite32(spread), "kl": finite32(kl)}
-    densities = grid.densities(layer, head, query, key)
-    if densities is not None:
-        arrays["post_density"], arrays["prior_density"] = (finite32(d) for d in densities)
-    trained = grid.model.trained_hyper
-    header = {
-        "kind": "inside", "id": _digest("inside", id(grid), grid.ready, layer, head, query, key),
-        "ready": grid.ready, "n_samples": grid.n_samples, "seed": grid.seed, "labels": LABELS,
-        "style": page_style("inside"), "float32_limit": FLOAT32_LIMIT,
-        "tokens": list(grid.tokens), "window": list(grid.window),
-        "layer": layer, "head": head, "query": query, "key": key, "layers": L, "heads": H,
-        "stochastic_layers": list(grid.stochastic_layers), "map_samples": k,
-        "map_titles": [title for title, _ in MAP_PANELS] + [f"sample {m + 1}" for m in range(k)],
-        "map_scales": [scale for _, scale in MAP_PANELS] + ["weight"] * k,
-        "slider": _slider(grid.posterior_spec, grid.values,
-                          trained.get(grid.posterior_spec.name) if grid.posterior_spec else None, current),
-        "prior_slider": _slider(grid.prior_spec, grid.prior_values,
-                                trained.get(grid.prior_spec.name) if grid.prior_spec else None, prior_current),
-        **(extra or {}),
-    }
-    return pack(header, arrays)
