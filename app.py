@@ -11,7 +11,8 @@ import streamlit as st
 # A server shared by a class gives freed memory back rather than keeping it for speed (bam_viz.core.device).
 os.environ.setdefault("BAM_VIZ_MALLOC_TUNING", "memory")
 # The slider grids' frames are made in a worker process, so that the server's GIL is left to the pages:
-# a class of twenty is served about three times faster (docs/performance.md, "A class of twenty").
+# a class of twenty's pages, sentences and releases came two to three times sooner (docs/performance.md,
+# "A class of twenty").
 # Its connection is a Unix socket; BAM_VIZ_FRAME_WORKER=threads makes them in the server instead.
 if os.name == "posix":
     os.environ.setdefault("BAM_VIZ_FRAME_WORKER", "process")
