@@ -42,7 +42,7 @@ def prior_bar(grid, i, j, layer, head, query, key) -> float:
 def assert_same_captions(model, grid, i, j, queries, target=None):
     """Every caption of the explorer from the frame equals explain()'s, but the prior quoted, which is
     the prior's bar the page draws."""
-    r, f = explained(model, grid, i, j, target), live.result_at(grid, i, j, target)
+    r, f = explained(model, grid, i, j, target), live.FrameResult(grid, i, j, target)
     assert f.target == r.target and f.predicted == r.predicted and f.hyper == r.hyper
     for caption in (captions.prediction_caption, captions.monte_carlo_caption):
         assert caption(f) == caption(r)
@@ -126,7 +126,7 @@ def test_the_numbers_the_captions_read(models):
     model = models["bam-wc"]
     grid = live.LiveGrid(model, SHORT, 16, 2)
     i = 12
-    r, f = explained(model, grid, i, 0), live.result_at(grid, i, 0)
+    r, f = explained(model, grid, i, 0), live.FrameResult(grid, i, 0)
     for layer in model.config.stochastic_layers:
         rows = f.row_summary(layer, grid.window)
         w = r.sample_weights[:, layer].double().numpy()                                  # (S, H, T, T)
@@ -149,8 +149,8 @@ def test_a_release_reads_a_frame_made_once(models, monkeypatch):
     """Once frame i is made, reading it as a result runs no model."""
     model = models["bam-wc"]
     grid = live.LiveGrid(model, SHORT, 8, 0)
-    live.result_at(grid, 7, 0)
+    live.FrameResult(grid, 7, 0)
     monkeypatch.setattr(type(model), "explain", lambda *a, **k: pytest.fail("explain() was called"))
-    f = live.result_at(grid, 7, 3)
+    f = live.FrameResult(grid, 7, 3)
     captions.prediction_caption(f)
     captions.prior_posterior_caption(f, 5, 0, 0, shown=grid.window)

@@ -321,3 +321,27 @@ def test_the_class_polls_share_a_bounded_part_of_a_core(monkeypatch):
         if n and frames.poll_interval() < scheduling.POLL_MAX_S:
             assert n / frames.poll_interval() <= scheduling.POLL_SHARE / scheduling.POLL_COST_S + 1e-9
     assert scheduling.POLL_MAX_S < live.IDLE_S
+
+
+def test_a_frame_two_requests_ask_for_at_once_is_made_once(model, monkeypatch):
+    """Twenty students releasing on the same value of one lesson step ask for one frame: it is made
+    once, and every request gets it."""
+    import threading
+
+    made, real = [], live.make_frame
+
+    def slow(*args, **kwargs):
+        made.append(args[4])
+        time.sleep(0.3)                                # the others arrive while it is being made
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(live, "make_frame", slow)
+    grid = live.LiveGrid(model, TEXT, 4, 0)
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(grid.frame(7))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(made) == 1 and len(got) == 4 and all(f is got[0] for f in got)
+    assert not grid._asked

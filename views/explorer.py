@@ -325,12 +325,13 @@ def inspection(view: state.View, model, hyper: dict) -> None:
     # Started here too: the cache may have let the run's grid go since (a new one has no frame yet).
     grid.start(post)
     st.subheader("Inside the attention")
-    layer, head, query, key, relative = picture_controls(live.result_at(grid, post, prior), model)
+    result = live.FrameResult(grid, post, prior, view.target)
+    layer, head, query, key, relative = picture_controls(result, model)
     shown = token_window(len(grid.tokens), ss.get("window_start") or 1)
     if shown != grid.window:                       # a long sentence's window moved: its own grid
         grid = view._replace(window=tuple(shown)).grid(model)
         grid.start(post)
-    result = live.result_at(grid, post, prior, view.target)
+        result = live.FrameResult(grid, post, prior, view.target)
     facts = Facts.of(result)
     density_message = facts.no_density(layer)
     if density_message is None and (layer not in grid.scored or not model.attention_family.has_density):
@@ -463,7 +464,7 @@ def live_view(model, name: str) -> None:
         grid = view.grid(model)
         post, prior = _indices(grid, hyper)
         grid.start(post)
-        result = live.result_at(grid, post, prior)
+        result = live.FrameResult(grid, post, prior)
         with st.columns([1, 2])[0]:
             target = target_control(model, result)
         result = result.for_target(target)

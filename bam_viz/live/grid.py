@@ -47,7 +47,7 @@ from bam_viz.live.frames import (
     quantiles,
 )
 from bam_viz.live.payloads import MAP_PANELS, inside_payload, page_style, summary_payload  # noqa: F401  (live.*)
-from bam_viz.live.result import FrameResult, result_at  # noqa: F401  (read as live.*)
+from bam_viz.live.result import FrameResult  # noqa: F401  (read as live.*)
 from bam_viz.live.scheduler import FRAME_WORKER_ENV, FRAMES, POLL_MAX_S, WORKERS, wait_idle  # noqa: F401
 from bam_viz.live.wire import FLOAT32_LIMIT, finite32, pack, unpack  # noqa: F401
 from bam_viz.nn.attention import Mode, Trace
@@ -115,7 +115,8 @@ class LiveGrid:
         self.window = list(range(self.T)) if window is None else [int(i) for i in window]
         self.frames: list[Frame | None] = [None] * len(self.values)
         self._lock = threading.Lock()
-        self._making: set[int] = set()
+        self._making: set[int] = set()                    # frames a background thread is making
+        self._asked: dict[int, threading.Event] = {}      # frames a request is making: set when made
         self._memo: dict[str, dict] = {}
         self.touched = time.monotonic()
         self.started = False
@@ -188,7 +189,24 @@ class LiveGrid:
         hit = self.frames[i]
         if hit is not None:
             return hit
-        return self._make(i, now=True)
+        with self._lock:
+            if self.frames[i] is not None:
+                return self.frames[i]
+            other = self._asked.get(i)
+            if other is None:
+                self._asked[i] = mine = threading.Event()
+        if other is not None:
+            # Another request is making it (twenty students releasing on one lesson step): wait for
+            # that one. A background frame of the same value is not waited for: it may still be queued
+            # behind every "now" frame in the worker.
+            other.wait(FRAME_TIMEOUT_S)
+            return self.frames[i] if self.frames[i] is not None else self._make(i, now=True)
+        try:
+            return self._make(i, now=True)
+        finally:
+            with self._lock:
+                self._asked.pop(i, None)
+            mine.set()
 
     def _make(self, i: int, now: bool) -> Frame:
         """Frame i, made in the worker process when there is one and the model can be loaded there (a
@@ -216,7 +234,7 @@ class LiveGrid:
 
     def _work(self, i: int) -> None:
         with self._lock:
-            if self.frames[i] is not None or i in self._making:
+            if self.frames[i] is not None or i in self._making or i in self._asked:
                 return
             if self.abandoned():                                # a new sentence came
                 return

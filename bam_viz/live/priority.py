@@ -2,8 +2,8 @@
 
 The server lowers itself once as it starts (`server_priority`, called by app.py), so that a browser
 on the same machine (the teacher's, on the projector) gets the cores before the class's work; the
-threads that make background frames go NICE_STEP lower still (`lower_priority`), and a frame worker
-process to its own niceness (`lower_process`). Niceness counts only between threads that want the same
+threads that make background frames go NICE_STEP lower still (`lower_priority`), in the server or in its
+frame worker (which starts at the server's niceness). Niceness counts only between threads that want the same
 core: with nothing else running it changes nothing. Linux renices threads one by one; elsewhere
 these are no-ops.
 """
@@ -71,12 +71,3 @@ def lower_priority(base: int | None = None) -> None:
 def server_nice() -> int:
     """The niceness `server_priority` set in this process (0 before it is called)."""
     return _server_nice
-
-
-def lower_process(nice: int) -> None:
-    """Set the calling process's niceness to `nice`, before it starts threads (a Linux thread starts at
-    its creator's niceness): the frame worker's, whose every frame yields to the server."""
-    try:
-        os.setpriority(os.PRIO_PROCESS, 0, nice)
-    except (AttributeError, OSError):
-        pass

@@ -22,12 +22,7 @@ from bam_viz.inference import rows
 from bam_viz.inference.result import ExplainResult, MonteCarloErrors
 from bam_viz.live.frames import STATS
 
-__all__ = ["FrameResult", "result_at"]
-
-
-def result_at(grid, i: int, j: int = 0, target: int | str | None = None) -> FrameResult:
-    """The `FrameResult` of `grid` at posterior value i and prior value j (frame i made now if it is not)."""
-    return FrameResult(grid, i, j, target)
+__all__ = ["FrameResult"]
 
 
 def _none(x: float) -> float | None:
@@ -35,8 +30,8 @@ def _none(x: float) -> float | None:
 
 
 class FrameResult:
-    """`ExplainResult`'s reading side, from frame i of a `LiveGrid` at prior value j: its numbers for
-    the class `target`, and `for_target` for another. Read-only, like a result."""
+    """`ExplainResult`'s reading side, from frame i of a `LiveGrid` at prior value j (frame i made now if
+    it is not): its numbers for the class `target`, and `for_target` for another. Read-only, like a result."""
 
     # What is computed from these attributes the same way as for a result: one home, `ExplainResult`'s.
     target_name = ExplainResult.target_name
@@ -56,8 +51,7 @@ class FrameResult:
         self.stochastic_layers = list(grid.stochastic_layers)
         self.hyper = dict(grid.hyper_at(i, j if grid.prior_spec is not None else None))
         self.n_samples, self.seed, self.notes = grid.n_samples, grid.seed, list(grid.notes)
-        column = {name: frame.stats[:, k] for k, name in enumerate(STATS)}
-        self._column = column
+        self._column = column = {name: frame.stats[:, k] for k, name in enumerate(STATS)}
         # float32, as a result's probabilities are: its gaps are their float32 differences
         self.mc_probs, self.mean_attention_probs, self.softmax_probs = (
             column[name].astype(np.float32) for name in ("p_mc", "p_mean_attention", "p_softmax"))
