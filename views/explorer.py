@@ -335,8 +335,7 @@ def inspection(view: state.View, model, hyper: dict) -> None:
     facts = Facts.of(result)
     density_message = facts.no_density(layer)
     if density_message is None and (layer not in grid.scored or not model.attention_family.has_density):
-        density_message = ("This layer's attention has no continuous density: its samples are shown in the bars "
-                           "and maps.")
+        density_message = "This layer has no continuous density: its samples are shown in the bars and maps."
     extra = {"density_message": density_message, "kl_message": facts.no_prior(),
              "density_label": f"log10 {model.attention_family.density_variable}"}
     meta = {"captions": inside_captions(result, layer, head, query, key, relative, shown),
