@@ -1,6 +1,8 @@
 """The Streamlit app: a router. Pages live in `views/`; the explorer is the default.
 
-Run with `streamlit run app.py`.
+Run with `streamlit run app.py`. Streamlit reads this file twice: it imports it once as the server's
+ASGI app (`app` below: Streamlit's, with its own frontend's scripts served compressed from memory,
+`views.serving`), and runs it as `__main__` for every page a session shows.
 """
 
 import os
@@ -17,22 +19,30 @@ os.environ.setdefault("BAM_VIZ_MALLOC_TUNING", "memory")
 if os.name == "posix":
     os.environ.setdefault("BAM_VIZ_FRAME_WORKER", "process")
 
-from bam_viz.live.priority import server_priority  # noqa: E402
-from views.join import LESSONS_PATH  # noqa: E402  (the join link and the route: one name)
+if __name__ != "__main__":
+    # `streamlit run app.py` found `app` here and imported this file to serve it (uvicorn's "app:app").
+    from starlette.middleware import Middleware
 
-# The server's threads yield a busy core to the machine's own browser (the projector's page): nice 5,
-# background frames 15 ($BAM_VIZ_SERVER_NICE; docs/performance.md, "Twenty sessions at once").
-server_priority()
+    from views.serving import PrecompressedStatic
 
-# The only icon is a local file: a Material icon name makes the browser fetch its SVG from an outside
-# font server (the app must work without a network), and emoji cost a new visitor the colour-emoji font.
-st.set_page_config(page_title="BAM: seeing attention uncertainty",
-                   page_icon=str(Path(__file__).with_name("views") / "icon.png"), layout="wide")
-page = st.navigation([
-    st.Page("views/explorer.py", title="Explorer", default=True),
-    st.Page("views/corpus.py", title="Corpus"),
-    st.Page("views/about.py", title="About / theory"),
-    st.Page("views/theory.py", title="Theory lab"),
-    st.Page("views/lessons.py", title="Lessons", url_path=LESSONS_PATH),
-])
-page.run()
+    app = st.App(__file__, middleware=[Middleware(PrecompressedStatic)])
+else:
+    from bam_viz.live.priority import server_priority
+    from views.join import LESSONS_PATH  # the join link and the route: one name
+
+    # The server's threads yield a busy core to the machine's own browser (the projector's page): nice 5,
+    # background frames 15 ($BAM_VIZ_SERVER_NICE; docs/performance.md, "Twenty sessions at once").
+    server_priority()
+
+    # The only icon is a local file: a Material icon name makes the browser fetch its SVG from an outside
+    # font server (the app must work without a network), and emoji cost a new visitor the colour-emoji font.
+    st.set_page_config(page_title="BAM: seeing attention uncertainty",
+                       page_icon=str(Path(__file__).with_name("views") / "icon.png"), layout="wide")
+    page = st.navigation([
+        st.Page("views/explorer.py", title="Explorer", default=True),
+        st.Page("views/corpus.py", title="Corpus"),
+        st.Page("views/about.py", title="About / theory"),
+        st.Page("views/theory.py", title="Theory lab"),
+        st.Page("views/lessons.py", title="Lessons", url_path=LESSONS_PATH),
+    ])
+    page.run()

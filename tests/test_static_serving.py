@@ -1,0 +1,136 @@
+"""views.serving: Streamlit's frontend files, compressed once and sent from memory, byte for byte the
+files Streamlit would send; anything else (another path, a client without gzip, a path out of the
+folder) goes to Streamlit unchanged. And `streamlit run app.py` finds the app that serves them."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+from pathlib import Path
+
+import pytest
+
+from views.serving import PrecompressedStatic
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture()
+def frontend(tmp_path):
+    static = tmp_path / "static"
+    (static / "js").mkdir(parents=True)
+    (static / "media").mkdir()
+    script = ("export const x = 1;\n" * 4000).encode()
+    (static / "js" / "index.Ab12.js").write_bytes(script)
+    (static / "media" / "font.woff2").write_bytes(bytes(range(256)) * 40)        # does not compress
+    (tmp_path / "secret.txt").write_text("not served")
+    return tmp_path, script
+
+
+def _call(middleware, path, method="GET", headers=(("accept-encoding", "gzip, deflate, br"),)):
+    """(status, headers, body, whether the request went on to Streamlit) for one request."""
+    sent, passed = [], []
+
+    async def streamlit(scope, receive, send):
+        passed.append(scope["path"])
+        await send({"type": "http.response.start", "status": 299, "headers": []})
+        await send({"type": "http.response.body", "body": b"streamlit"})
+
+    async def send(message):
+        sent.append(message)
+
+    async def receive():
+        return {"type": "http.request", "body": b""}
+
+    app = PrecompressedStatic(streamlit, **middleware)
+    scope = {"type": "http", "method": method, "path": path,
+             "headers": [(k.encode(), v.encode()) for k, v in headers]}
+    asyncio.run(app(scope, receive, send))
+    start, body = sent[0], b"".join(m.get("body", b"") for m in sent[1:])
+    return start["status"], {k.decode(): v.decode() for k, v in start["headers"]}, body, bool(passed)
+
+
+def test_a_script_is_sent_gzipped_from_memory_with_streamlits_headers(frontend):
+    folder, script = frontend
+    status, headers, body, passed = _call({"directory": folder, "base_url": ""}, "/static/js/index.Ab12.js")
+    assert status == 200 and not passed
+    assert gzip.decompress(body) == script and len(body) < len(script) / 4
+    assert headers["content-encoding"] == "gzip" and headers["vary"] == "Accept-Encoding"
+    assert headers["content-length"] == str(len(body))
+    assert headers["content-type"].startswith(("text/javascript", "application/javascript"))
+    assert headers["cache-control"] == "public, immutable, max-age=31536000"
+
+
+def test_a_cached_copy_is_answered_not_modified_and_head_sends_no_body(frontend):
+    folder, _ = frontend
+    mw = {"directory": folder, "base_url": ""}
+    _, headers, _, _ = _call(mw, "/static/js/index.Ab12.js")
+    status, again, body, _ = _call(mw, "/static/js/index.Ab12.js",
+                                   headers=(("accept-encoding", "gzip"), ("if-none-match", headers["etag"])))
+    assert status == 304 and body == b"" and again["etag"] == headers["etag"]
+    status, head, body, _ = _call(mw, "/static/js/index.Ab12.js", method="HEAD")
+    assert status == 200 and body == b"" and head["content-length"] == headers["content-length"]
+
+
+def test_what_does_not_compress_is_sent_as_it_is(frontend):
+    folder, _ = frontend
+    status, headers, body, passed = _call({"directory": folder, "base_url": ""}, "/static/media/font.woff2")
+    assert status == 200 and not passed and "content-encoding" not in headers
+    assert body == (folder / "static" / "media" / "font.woff2").read_bytes()
+
+
+@pytest.mark.parametrize("path, headers", [
+    ("/static/js/index.Ab12.js", ()),                                        # no gzip: Streamlit's own answer
+    ("/static/js/index.Ab12.js", (("accept-encoding", "identity"),)),
+    ("/static/../secret.txt", (("accept-encoding", "gzip"),)),               # out of the folder
+    ("/static/js/../../secret.txt", (("accept-encoding", "gzip"),)),
+    ("/static//etc/passwd", (("accept-encoding", "gzip"),)),
+    ("/static/js/missing.js", (("accept-encoding", "gzip"),)),
+    ("/static/js", (("accept-encoding", "gzip"),)),                           # a folder
+    ("/static/js\\index.Ab12.js", (("accept-encoding", "gzip"),)),
+    ("/app/static/live/a.bin", (("accept-encoding", "gzip"),)),              # the app's own files
+    ("/", (("accept-encoding", "gzip"),)),
+])
+def test_anything_else_goes_to_streamlit(frontend, path, headers):
+    folder, _ = frontend
+    status, _, body, passed = _call({"directory": folder, "base_url": ""}, path, headers=headers)
+    assert passed and status == 299 and body == b"streamlit"
+
+
+def test_a_base_url_path_is_honoured(frontend):
+    folder, script = frontend
+    mw = {"directory": folder, "base_url": "/class/"}
+    status, _, body, passed = _call(mw, "/class/static/js/index.Ab12.js")
+    assert status == 200 and gzip.decompress(body) == script and not passed
+    assert _call(mw, "/static/js/index.Ab12.js")[3]                          # outside the base: Streamlit's
+
+
+def test_streamlits_own_frontend_is_served_whole():
+    """Every script and style Streamlit's index.html names: the same bytes, once decompressed."""
+    import re
+
+    from streamlit import file_util
+
+    static = Path(file_util.get_static_dir())
+    html = (static / "index.html").read_text(encoding="utf-8")
+    assets = sorted(set(re.findall(r'(?:src|href)="\.?/?(static/[^"]+)"', html)))
+    assert len(assets) > 10
+    for asset in assets:
+        status, headers, body, passed = _call({}, "/" + asset)
+        assert status == 200 and not passed, asset
+        raw = (static / asset).read_bytes()
+        assert (gzip.decompress(body) if headers.get("content-encoding") == "gzip" else body) == raw, asset
+
+
+def test_streamlit_run_finds_the_app_and_its_middleware():
+    """`streamlit run app.py` looks for an ASGI app in the file (without running it) and serves it."""
+    import runpy
+
+    from streamlit.web.server.app_discovery import discover_asgi_app
+
+    found = discover_asgi_app(ROOT / "app.py")
+    assert found.is_asgi_app and found.app_name == "app" and found.import_string == "app:app"
+    module = runpy.run_path(str(ROOT / "app.py"), run_name="app")             # as uvicorn imports it
+    app = module["app"]
+    assert Path(app._script_path).resolve() == ROOT / "app.py"
+    assert [m.cls for m in app._user_middleware] == [PrecompressedStatic]

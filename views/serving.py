@@ -1,0 +1,120 @@
+"""Streamlit's own scripts, served compressed and from memory.
+
+Every new page fetches Streamlit's frontend: 2.3 MB of scripts and styles before its websocket opens.
+Streamlit serves them uncompressed, in 64 KiB pieces, each read in a worker thread and written by the
+event loop; under a class each piece waits for the server's GIL, which twenty sessions' runs want, so
+later students waited 3-10 s for the scripts alone (docs/performance.md, "A class of twenty").
+
+`PrecompressedStatic` answers those requests itself: each file compressed once (gzip, to a quarter of
+its size), kept in memory, and written in one piece. Only what a client asks for is kept (Streamlit's
+whole frontend is 26 MB, its compressed scripts a quarter of that), and a client that does not accept
+gzip, or a path that is not a file of the frontend, goes to Streamlit as before. The headers are
+Streamlit's: the bundles' names carry their hash, so browsers may keep them for a year.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import hashlib
+import mimetypes
+from pathlib import Path
+
+GZIP_LEVEL = 9                  # once per file, so the smallest: 2.3 MB of scripts to about 0.6 MB
+COMPRESSIBLE = (".js", ".css", ".json", ".svg", ".html", ".map", ".txt", ".ttf")
+# Streamlit's own contract for its hashed bundles (starlette_static_routes._apply_cache_headers).
+CACHE_CONTROL = b"public, immutable, max-age=31536000"
+
+
+def _accepts_gzip(scope) -> bool:
+    for name, value in scope.get("headers", ()):
+        if name == b"accept-encoding":
+            return b"gzip" in value.lower()
+    return False
+
+
+def _header(scope, wanted: bytes) -> bytes | None:
+    for name, value in scope.get("headers", ()):
+        if name == wanted:
+            return value
+    return None
+
+
+class Entry:
+    """One file of the frontend as it is sent: its body (gzip when that is smaller) and headers."""
+
+    def __init__(self, path: Path):
+        raw = path.read_bytes()
+        self.etag = b'"' + hashlib.sha1(raw).hexdigest()[:20].encode() + b'"'
+        body, self.encoding = raw, None
+        if path.suffix.lower() in COMPRESSIBLE:
+            packed = gzip.compress(raw, compresslevel=GZIP_LEVEL, mtime=0)
+            if len(packed) < 0.9 * len(raw):
+                body, self.encoding = packed, b"gzip"
+        self.body = body
+        kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        if kind.startswith("text/") or kind in ("application/javascript", "application/json"):
+            kind += "; charset=utf-8"
+        self.content_type = kind.encode()
+
+    def headers(self, status: int) -> list[tuple[bytes, bytes]]:
+        out = [(b"etag", self.etag), (b"cache-control", CACHE_CONTROL), (b"vary", b"Accept-Encoding")]
+        if status == 200:
+            out += [(b"content-type", self.content_type), (b"content-length", str(len(self.body)).encode())]
+            if self.encoding:
+                out.append((b"content-encoding", self.encoding))
+        return out
+
+
+class PrecompressedStatic:
+    """ASGI middleware: GET and HEAD of `<base>/static/...`, a file under `directory`, from memory."""
+
+    def __init__(self, app, directory: str | Path | None = None, base_url: str | None = None):
+        self.app = app
+        if directory is None:
+            from streamlit import file_util
+
+            directory = file_util.get_static_dir()
+        self.root = (Path(directory) / "static").resolve()
+        if base_url is None:
+            from streamlit import config
+
+            base_url = config.get_option("server.baseUrlPath") or ""
+        base = base_url.strip("/")
+        self.prefix = f"/{base}/static/" if base else "/static/"
+        self._entries: dict[str, Entry | None] = {}
+
+    async def __call__(self, scope, receive, send):
+        if (scope["type"] == "http" and scope["method"] in ("GET", "HEAD")
+                and scope["path"].startswith(self.prefix) and _accepts_gzip(scope)):
+            entry = await self._entry(scope["path"][len(self.prefix):])
+            if entry is not None:
+                await self._send(entry, scope, send)
+                return
+        await self.app(scope, receive, send)
+
+    def _file(self, relative: str) -> Path | None:
+        """The frontend's file at `relative`, or None: nothing outside the folder, no odd paths."""
+        if not relative or "\\" in relative or "\x00" in relative or relative.startswith("/"):
+            return None
+        path = (self.root / relative).resolve()
+        if not path.is_relative_to(self.root) or not path.is_file():
+            return None
+        return path
+
+    async def _entry(self, relative: str) -> Entry | None:
+        if relative in self._entries:
+            return self._entries[relative]
+        path = self._file(relative)
+        # Read and compressed once, in a thread (a 2 MB script takes about 0.1 s); two first requests at
+        # once may both compress it, and the second's result replaces an equal one.
+        entry = None if path is None else await asyncio.to_thread(Entry, path)
+        if entry is not None or len(self._entries) < 4096:      # unknown paths: remembered, boundedly
+            self._entries[relative] = entry
+        return entry
+
+    async def _send(self, entry: Entry, scope, send) -> None:
+        status = 304 if _header(scope, b"if-none-match") == entry.etag else 200
+        await send({"type": "http.response.start", "status": status, "headers": entry.headers(status)})
+        body = entry.body if status == 200 and scope["method"] == "GET" else b""
+        await send({"type": "http.response.body", "body": body})
