@@ -48,6 +48,25 @@ def test_nearest_first_covers_everything_once():
     assert live.nearest_first(5, 2) == [2, 3, 1, 4, 0]
     assert live.nearest_first(4, 0) == [0, 1, 2, 3]
     assert sorted(live.nearest_first(61, 37)) == list(range(61))
+    assert live.nearest_first(5, 2, step=-1) == [2, 1, 3, 0, 4]          # the side it moved to first
+    assert sorted(live.nearest_first(61, 37, step=-4)) == list(range(61))
+
+
+def test_the_background_follows_the_slider(model, monkeypatch):
+    """A release moves a grid's background around the new value, the way the slider moved first, and
+    puts its turn next; a rerun at the same value (a poll) changes nothing."""
+    asked = []
+    monkeypatch.setattr(live.FRAMES, "add", lambda grid, order, first=False: asked.append((order, first)))
+    g = live.LiveGrid(model, "Not bad at all, if a little long.", 2, 0)
+    g.start(20)
+    g.start(20)
+    g.start(23)
+    g.start(21)
+    assert [first for _, first in asked] == [False, True, True]
+    (start, _), (right, _), (left, _) = asked
+    assert start[:3] == [21, 19, 22] and 20 not in start
+    assert right[:4] == [24, 22, 25, 21] and 23 not in right and 20 not in right     # moved right: right first
+    assert left[:4] == [22, 19, 18, 24]                # moved left: 20 and 23 are made, 21 too
 
 
 @pytest.mark.parametrize("index", [0, 17, -1])
@@ -272,6 +291,17 @@ def test_frames_of_many_grids_are_made_in_turn(monkeypatch):
     assert made == [("a", 1), ("b", 0), ("a", 2), ("b", 1), ("a", 0), ("b", 2)]
     assert not c.started and all(f is not None for f in a.frames + b.frames)
     assert all(t.daemon for t in scheduler._threads)          # they never keep a server from exiting
+
+    made.clear()                                       # a grid whose user just moved takes the next turn
+    d, e = Grid("d", 2), Grid("e", 2)
+    with scheduler._cond:
+        scheduler.add(d, [0, 1])
+        scheduler.add(e, [0, 1])
+        scheduler.add(e, [1, 0], first=True)
+    deadline = clock.monotonic() + 10
+    while not scheduler.idle and clock.monotonic() < deadline:
+        clock.sleep(0.01)
+    assert made == [("e", 1), ("d", 0), ("e", 0), ("d", 1)]
 
 
 class _FakeGrid:

@@ -66,11 +66,13 @@ def slider_values(spec, trained: float | None, side: str = "posterior") -> list[
     return with_value(spec.grid(per_decade, LINEAR_POINTS[side]), trained, spec.low, spec.high)
 
 
-def nearest_first(n: int, start: int) -> list[int]:
-    """0..n-1 ordered by distance from `start`, right before left: start, start+1, start-1, ..."""
+def nearest_first(n: int, start: int, step: int = 1) -> list[int]:
+    """0..n-1 ordered by distance from `start`, the side of `step` (+1: right, -1: left) first at each
+    distance: start, start+step, start-step, ..."""
+    step = -1 if step < 0 else 1
     order = [start]
     for d in range(1, n):
-        order += [i for i in (start + d, start - d) if 0 <= i < n]
+        order += [i for i in (start + step * d, start - step * d) if 0 <= i < n]
     return order
 
 
@@ -120,6 +122,7 @@ class LiveGrid:
         self._memo: dict[str, dict] = {}
         self.touched = time.monotonic()
         self.started = False
+        self._around: int | None = None  # the slider value the background frames are ordered around
         self.version = 0                 # counts what was added (frames, payloads kept): the cache measures again
         self.measured = -1               # the version the cache last measured (`views.state.get_grid`)
         self._softmax_pass(lower)
@@ -254,17 +257,35 @@ class LiveGrid:
         return False
 
     def start(self, current: int) -> None:
-        """Make frame `current` now, then the rest in the background, nearest first."""
+        """Make frame `current` now, then the rest in the background, nearest first. The background
+        follows the slider: when `current` moved since the last call (a release), the frames still to
+        make are ordered again around it, the way it moved first, and this grid's turn comes next. A
+        student moving a slider releases again within a second or two, next to where they are, and
+        twenty grids taking turns had left each one frame every round, still around the value their
+        sentence started at: under a class most releases waited for a frame of their own
+        (docs/performance.md, "A class of twenty")."""
         self.touched = time.monotonic()
         self.frame(current)
-        self._launch(current)
+        with self._lock:
+            moved = self._around is not None and current != self._around
+            step = current - self._around if moved else 1
+            self._around = current
+        if not moved:
+            self._launch(current)
+        elif not self.complete:
+            with self._lock:
+                self.started = True
+            FRAMES.add(self, self._todo(current, step), first=True)
+
+    def _todo(self, around: int, step: int = 1) -> list[int]:
+        return [i for i in nearest_first(len(self.values), around, step) if self.frames[i] is None]
 
     def _launch(self, around: int) -> None:
         with self._lock:
             if self.started:
                 return
             self.started = True
-        FRAMES.add(self, [i for i in nearest_first(len(self.values), around) if self.frames[i] is None])
+        FRAMES.add(self, self._todo(around))
 
     def touch(self) -> None:
         """Someone still wants this grid: resume it if its workers gave it up as abandoned."""
@@ -272,7 +293,7 @@ class LiveGrid:
         if not self.started and not self.complete:
             made = [i for i, f in enumerate(self.frames) if f is not None]
             if made:
-                self._launch(made[0])
+                self._launch(self._around if self._around is not None else made[0])
 
     @property
     def ready(self) -> list[bool]:

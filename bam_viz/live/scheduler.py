@@ -72,12 +72,14 @@ class FrameScheduler:
         if old is not None:
             old.close()
 
-    def add(self, grid, order: list[int]) -> None:
+    def add(self, grid, order: list[int], first: bool = False) -> None:
+        """Make `grid`'s frames `order` in the background, in that order, in place of any it had
+        queued; its turn comes after every other grid's, or next (`first`: its user just moved)."""
         _ = self.worker                           # the mode, read once before any frame is handed out
         with self._cond:
             self._turns = deque(t for t in self._turns if t[0] is not grid)
             if order:
-                self._turns.append((grid, deque(order)))
+                (self._turns.appendleft if first else self._turns.append)((grid, deque(order)))
             if not self._threads:
                 atexit.register(self.stop)
             while len(self._threads) < self.workers:
