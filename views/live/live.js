@@ -17,9 +17,10 @@
 //   scale.js    colour maps, scales and ticks
 //   style.js    the colours, ranges and rules a payload's header brings (bam_viz.live.grid.page_style)
 //   payload.js  the wire format (bam_viz/live/wire.py)
+//   latest.js   which served payload a chart view draws, and its fetch tried again when it fails
 //   indices.js  indices on a slider's grid of values
 //   format.js   numbers and tokens as text
-// The pure modules (format, payload, indices, scale, style) and classes.js's rule have unit tests in tests/js/.
+// The pure modules (format, payload, latest, indices, scale, style) and classes.js's rule have unit tests in tests/js/.
 import { el } from "./dom.js";
 import { InsideView } from "./inside.js";
 import { readHeader, toBytes } from "./payload.js";

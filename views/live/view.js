@@ -8,8 +8,13 @@ import { message } from "./draw.js";
 import { el, foldCaptions, setText, show } from "./dom.js";
 import { clamp, fmtG } from "./format.js";
 import { nearestReady, sliderIndex, sliderValue } from "./indices.js";
+import { LatestPayload } from "./latest.js";
 import { readArrays, readHeader } from "./payload.js";
 import { pageStyle } from "./style.js";
+
+const fetchPayload = (url) => fetch(url, { credentials: "same-origin" })
+  .then((r) => { if (!r.ok) throw new Error(`${r.status} ${r.statusText}`); return r.arrayBuffer(); })
+  .then((buffer) => new Uint8Array(buffer));
 
 export const BUS = (window.bamviz = window.bamviz || {});
 if (!BUS.values || typeof BUS.values !== "object") BUS.values = {};
@@ -258,25 +263,11 @@ export class PayloadView extends View {
 
   ready() { return !!this.h; }
 
-  // A payload served as a file (views/components.py): fetched once per URL, then applied with
-  // `meta`, which a rerun changes without a new file (captions, colours, the server's slider values).
+  // A payload served as a file (views/components.py), with `meta`, which a rerun changes without a
+  // new file (captions, colours, the server's slider values): latest.js decides what is applied.
   load(url, meta) {
-    this.meta = meta && typeof meta === "object" ? meta : {};
-    if (url === this.url) {
-      if (this.bytes) this.update(this.bytes, this.meta);
-      return;
-    }
-    this.url = url;
-    fetch(url, { credentials: "same-origin" })
-      .then((r) => { if (!r.ok) throw new Error(`${r.status} ${r.statusText}`); return r.arrayBuffer(); })
-      .then((buffer) => {
-        // A newer payload was asked for meanwhile: it replaces this one, unless nothing is drawn
-        // yet (a busy server answering each fetch after the next poll must not leave the panels empty).
-        if (this.url !== url && this.bytes) return;
-        this.bytes = new Uint8Array(buffer);
-        this.update(this.bytes, this.meta);
-      })
-      .catch((err) => console.warn("bamviz: could not fetch the payload", err));
+    if (!this.payloads) this.payloads = new LatestPayload(fetchPayload, (bytes, m) => this.update(bytes, m));
+    this.payloads.ask(url, meta);
   }
 
   // A new payload: arrays re-read only when the header's id changed; else only captions,
