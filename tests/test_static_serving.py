@@ -134,3 +134,29 @@ def test_streamlit_run_finds_the_app_and_its_middleware():
     app = module["app"]
     assert Path(app._script_path).resolve() == ROOT / "app.py"
     assert [m.cls for m in app._user_middleware] == [PrecompressedStatic]
+
+
+def test_payload_files_are_pruned_only_once_no_page_may_still_fetch_them(tmp_path, monkeypatch):
+    """The explorer's payload files (views/components.py): past KEEP_FILES, only those FRESH_S old go;
+    any past KEEP_S; a payload published again is the same file at the same URL, used again."""
+    import os
+    import time
+
+    from views import components
+
+    monkeypatch.setattr(components, "STATIC", tmp_path)
+    monkeypatch.setattr(components, "KEEP_FILES", 1)
+    now = time.time()
+    ages = {"a.bin": 5, "b.bin": 10, "c.bin": components.FRESH_S + 40, "d.bin": components.KEEP_S + 1}
+    for name, age in ages.items():
+        (tmp_path / name).write_bytes(name.encode())
+        os.utime(tmp_path / name, (now - age, now - age))
+    monkeypatch.setattr(components, "_pruned", [float("-inf")])
+    with components._lock:
+        components._prune()
+    assert sorted(p.name for p in tmp_path.glob("*.bin")) == ["a.bin", "b.bin"]    # b is past the limit, but fresh
+
+    url = components.publish(b"payload")
+    assert url.endswith(".bin") and components.served_file(url).read_bytes() == b"payload"
+    os.utime(components.served_file(url), (now - 30, now - 30))
+    assert components.publish(b"payload") == url and components.served_file(url).stat().st_mtime > now - 5

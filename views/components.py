@@ -12,7 +12,9 @@ The summary's bytes (~12 kB) go in the element itself. The inside payload (~1 MB
 goes to a file that Streamlit's static serving hands out (`server.enableStaticServing`), named by
 its hash, and the element holds its URL and the few things a rerun changes (captions, colour
 mode): the rerun after a slider's release then sends kilobytes, and the page fetches the arrays
-only when they change. The files are kept for KEEP_S after their last use, at most KEEP_FILES.
+only when they change. The files are kept for KEEP_S after their last use, at most KEEP_FILES of
+them once they are FRESH_S old: a class of twenty publishes hundreds in a minute, and a file pruned
+before the page that was sent its URL fetched it had left that page on its last payload.
 
 The modules are served the same way. Streamlit runs a component's `js` as one module at a blob:
 URL, against which no relative import resolves (and a component's own files are served only for an
@@ -37,6 +39,7 @@ import streamlit as st
 HERE = Path(__file__).with_name("live")
 STATIC = Path(__file__).resolve().parents[1] / "static" / "live"     # served at /app/static/live/
 KEEP_S, KEEP_FILES = 600.0, 256
+FRESH_S = 60.0                 # never pruned younger: a page fetches a payload seconds after its run
 PRUNE_S = 5.0                  # the least time between two prunings of the served files
 _pruned = [float("-inf")]      # when the served files were last pruned (time.monotonic)
 SLIDERS_KEY, SUMMARY_KEY, INSIDE_KEY = "live_sliders", "live_summary", "live_inside"
@@ -130,7 +133,8 @@ def _prune() -> None:
     files = sorted(STATIC.glob("*.bin"), key=lambda f: f.stat().st_mtime, reverse=True)
     now = time.time()
     for i, f in enumerate(files):
-        if i >= KEEP_FILES or now - f.stat().st_mtime > KEEP_S:
+        age = now - f.stat().st_mtime
+        if age > KEEP_S or (i >= KEEP_FILES and age > FRESH_S):
             f.unlink(missing_ok=True)
 
 
