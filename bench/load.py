@@ -91,6 +91,9 @@ PAGE_PROBES_JS = """(() => { window.__long = 0; window.__fetches = 0; window.__l
 PAGE_STATE_JS = """() => { const r = document.querySelector('.bamviz-root[data-kind=inside]');
   return {ready: Number(r?.dataset.ready ?? -1), total: Number(r?.dataset.total ?? -1),
           long_ms: window.__long || 0, fetches: window.__fetches || 0, now: performance.now()}; }"""
+STALLED_JS = """() => ({seq: window.bamviz?.seq,
+  focus: document.activeElement?.className || document.activeElement?.tagName,
+  roots: [...document.querySelectorAll('.bamviz-root')].map(r => ({...r.dataset}))})"""
 CLASS_START = [time.perf_counter()]       # when the class began (reset by run_async): the presses' `at_s`
 FIRST_CHARTS = ("() => { const r = document.querySelector('.bamviz-root[data-kind=summary]');"
                 " return r && r.dataset.painted && r.dataset.painted !== '0'; }")
@@ -124,6 +127,13 @@ async def session(browser, base: str, j: int, presses: int, delay: float, timeou
     page = await context.new_page()
     await page.add_init_script(PRESS_CLOCK_JS)
     await page.add_init_script(PAGE_PROBES_JS)
+    # The page's own warnings and errors (a failed payload fetch, a repaint that threw), with the
+    # seconds since the class began: what a stalled page was saying.
+    console = rec["console"] = []
+    page.on("console", lambda m: m.type in ("warning", "error") and len(console) < 50 and console.append(
+        f"{time.perf_counter() - CLASS_START[0]:.1f}s {m.type}: {m.text[:300]}"))
+    page.on("pageerror", lambda e: len(console) < 50 and console.append(
+        f"{time.perf_counter() - CLASS_START[0]:.1f}s pageerror: {str(e)[:300]}"))
     frames = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
     try:
         t0 = time.perf_counter()
@@ -185,6 +195,10 @@ async def session(browser, base: str, j: int, presses: int, delay: float, timeou
         rec["own_text_in_url"] = parse_qs(urlparse(href).query).get("text", [""])[0] == rec["text"]
     except Exception as err:
         rec["error"] = f"{type(err).__name__}: {str(err).splitlines()[0]}"
+        try:                                       # what the page showed when it stopped answering
+            rec["stalled_state"] = await page.evaluate(STALLED_JS)
+        except Exception as e:
+            rec["stalled_state"] = f"unreadable: {type(e).__name__}"
     finally:
         await context.close()
     return rec
