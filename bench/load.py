@@ -259,6 +259,37 @@ def cpu_seconds(pid: int | None = None, comm: str | None = None) -> float:
     return total
 
 
+BUSY: list[float] = []            # the machine's busy cores, each second of the class (`machine_busy`)
+
+
+async def machine_busy() -> None:
+    """Every second until cancelled: how many of the machine's cores were busy (/proc/stat), in BUSY."""
+    def ticks():
+        v = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        return sum(v), v[3] + v[4]                                  # all, idle + iowait
+    BUSY.clear()
+    cores = os.cpu_count() or 1
+    prev = ticks()
+    while True:
+        await asyncio.sleep(1.0)
+        now = ticks()
+        total = now[0] - prev[0]
+        if total > 0:
+            BUSY.append(round(cores * (1 - (now[1] - prev[1]) / total), 2))
+        prev = now
+
+
+def busy_summary(busy: list[float]) -> dict:
+    """The class's seconds by how busy the machine was: the median and 90th percentile of busy cores,
+    and the share of seconds with at least 95% of every core busy."""
+    if not busy:
+        return {}
+    cores, ranked = os.cpu_count() or 1, sorted(busy)
+    return {"cores": cores, "seconds": len(busy), "median": ranked[len(ranked) // 2],
+            "p90": ranked[min(len(ranked) - 1, int(0.9 * len(ranked)))],
+            "saturated_share": round(sum(b >= 0.95 * cores for b in busy) / len(busy), 2)}
+
+
 def _format(shown: str) -> str:
     """The footer's format of a slider value (`views.state.format_value`: 3 significant digits)."""
     try:
@@ -313,11 +344,14 @@ async def run_async(sessions: int, stagger: float, presses: int, timeout_s: floa
             worker = descendants(proc[0].pid)[1:]                 # the frame worker, started by the warm-up
             cpu0 = (cpu_seconds(proc[0].pid), cpu_seconds(comm="chrom"), sum(cpu_seconds(p) for p in worker),
                     cpu_seconds(os.getpid()), cpu_seconds(comm="node"))
+            busy = asyncio.create_task(machine_busy())
             crowd = await asyncio.gather(*[
                 (session(browser, base, j, presses, delay, timeout_s) if j in in_browser
                  else student(base, j, presses, delay, timeout_s))
                 for j, delay in ((j, j * stagger / max(sessions - 1, 1)) for j in range(sessions))])
             out["load_seconds"] = round(time.perf_counter() - t0, 1)
+            busy.cancel()
+            out["machine_busy"] = busy_summary(BUSY)
             # Where the machine's time went while the class worked: the server, and every chromium process
             out["cpu_seconds"] = {"server": round(cpu_seconds(proc[0].pid) - cpu0[0], 1),
                                   "frame_worker": round(sum(cpu_seconds(p) for p in worker) - cpu0[2], 1),

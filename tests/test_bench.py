@@ -42,3 +42,26 @@ def test_the_browser_benchmarks_ask_what_they_claim():
     sentences = [load.sentence(j) for j in range(20)]
     assert len(set(sentences)) == 20 and len({load.tag(s) for s in sentences}) == 20
     assert all(10 < tokenizer.length(s) < 40 for s in sentences)
+
+
+def test_the_class_benchmark_counts_busy_seconds_of_the_whole_machine(monkeypatch):
+    """bench/load.py's `machine_busy`: the busy cores of a second, from /proc/stat's counters, and the
+    summary's share of seconds with every core busy."""
+    import asyncio
+    import os
+
+    import load
+
+    cores = os.cpu_count() or 1
+    summary = load.busy_summary([0.5 * cores, cores, 0.97 * cores, 0.1 * cores])
+    assert summary["seconds"] == 4 and summary["saturated_share"] == 0.5
+    assert summary["median"] == 0.97 * cores and summary["p90"] == cores
+    assert load.busy_summary([]) == {}
+
+    async def two_seconds():
+        task = asyncio.create_task(load.machine_busy())
+        await asyncio.sleep(2.3)
+        task.cancel()
+
+    asyncio.run(two_seconds())
+    assert len(load.BUSY) == 2 and all(0 <= b <= cores for b in load.BUSY)
