@@ -28,6 +28,10 @@ painted the move:
 Each press also records what the page was doing (long tasks, payload fetches, frames of the grid
 it had; the long animation frames with their scripts are kept in the JSON).
 
+Beside them: the CPU seconds of the server, its frame worker, chromium and this process while the
+class worked, how busy the whole machine was each second (`machine_busy`), and each chromium page's
+console warnings and errors, with what its charts showed when it stopped answering (`stalled_state`).
+
 With `--lesson ID:STEP` (the lesson case), every session opens that step of a lesson (`/lessons?lesson=ID&step=STEP`,
 an explorer step of a model with a posterior slider) as a class does when the teacher shows its QR code,
 and types nothing: all of them look at the step's sentence, and press and release as above.

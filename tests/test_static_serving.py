@@ -61,6 +61,14 @@ def test_a_script_is_sent_gzipped_from_memory_with_streamlits_headers(frontend):
     assert headers["cache-control"] == "public, immutable, max-age=31536000"
 
 
+@pytest.mark.parametrize("accept", ["gzip", "deflate, gzip;q=0.5", "*", "br;q=1.0, GZIP"])
+def test_gzip_is_sent_to_whoever_accepts_it(frontend, accept):
+    folder, script = frontend
+    status, headers, body, passed = _call({"directory": folder, "base_url": ""}, "/static/js/index.Ab12.js",
+                                          headers=(("accept-encoding", accept),))
+    assert status == 200 and not passed and gzip.decompress(body) == script
+
+
 def test_a_cached_copy_is_answered_not_modified_and_head_sends_no_body(frontend):
     folder, _ = frontend
     mw = {"directory": folder, "base_url": ""}
@@ -82,6 +90,7 @@ def test_what_does_not_compress_is_sent_as_it_is(frontend):
 @pytest.mark.parametrize("path, headers", [
     ("/static/js/index.Ab12.js", ()),                                        # no gzip: Streamlit's own answer
     ("/static/js/index.Ab12.js", (("accept-encoding", "identity"),)),
+    ("/static/js/index.Ab12.js", (("accept-encoding", "br, gzip;q=0"),)),    # gzip refused
     ("/static/../secret.txt", (("accept-encoding", "gzip"),)),               # out of the folder
     ("/static/js/../../secret.txt", (("accept-encoding", "gzip"),)),
     ("/static//etc/passwd", (("accept-encoding", "gzip"),)),

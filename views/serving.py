@@ -8,8 +8,8 @@ later students waited 3-10 s for the scripts alone (docs/performance.md, "A clas
 `PrecompressedStatic` answers those requests itself: each file compressed once (gzip, to a quarter of
 its size), kept in memory, and written in one piece. Only what a client asks for is kept (Streamlit's
 whole frontend is 26 MB, its compressed scripts a quarter of that), and a client that does not accept
-gzip, or a path that is not a file of the frontend, goes to Streamlit as before. The headers are
-Streamlit's: the bundles' names carry their hash, so browsers may keep them for a year.
+gzip, or a path that is not a file of the frontend, goes to Streamlit as before. The caching headers
+are Streamlit's: the bundles' names carry their hash, so browsers may keep them for a year.
 """
 
 from __future__ import annotations
@@ -20,16 +20,27 @@ import hashlib
 import mimetypes
 from pathlib import Path
 
+from streamlit.web.server.starlette.starlette_server_config import STATIC_ASSET_CACHE_MAX_AGE_SECONDS
+
 GZIP_LEVEL = 9                  # once per file, so the smallest: 2.3 MB of scripts to about 0.6 MB
 COMPRESSIBLE = (".js", ".css", ".json", ".svg", ".html", ".map", ".txt", ".ttf")
 # Streamlit's own contract for its hashed bundles (starlette_static_routes._apply_cache_headers).
-CACHE_CONTROL = b"public, immutable, max-age=31536000"
+CACHE_CONTROL = f"public, immutable, max-age={STATIC_ASSET_CACHE_MAX_AGE_SECONDS}".encode()
 
 
 def _accepts_gzip(scope) -> bool:
+    """Whether the request's Accept-Encoding names gzip (or *) without q=0."""
     for name, value in scope.get("headers", ()):
         if name == b"accept-encoding":
-            return b"gzip" in value.lower()
+            for item in value.decode("latin-1").lower().split(","):
+                coding, _, params = item.partition(";")
+                q = params.strip().removeprefix("q=") if params.strip().startswith("q=") else "1"
+                try:
+                    weight = float(q)
+                except ValueError:
+                    weight = 0.0
+                if coding.strip() in ("gzip", "*") and weight > 0:
+                    return True
     return False
 
 

@@ -259,11 +259,7 @@ class LiveGrid:
     def start(self, current: int) -> None:
         """Make frame `current` now, then the rest in the background, nearest first. The background
         follows the slider: when `current` moved since the last call (a release), the frames still to
-        make are ordered again around it, the way it moved first, and this grid's turn comes next. A
-        student moving a slider releases again within a second or two, next to where they are, and
-        twenty grids taking turns had left each one frame every round, still around the value their
-        sentence started at: under a class most releases waited for a frame of their own
-        (docs/performance.md, "A class of twenty")."""
+        make are ordered again around it, the side it moved to first, and this grid's turn comes next."""
         self.touched = time.monotonic()
         self.frame(current)
         with self._lock:
