@@ -5,8 +5,9 @@ student asks of the server exactly what the explorer's page asks of it, in the s
 
   page      GET the page and the scripts and styles it names, open the websocket (`/_stcore/stream`),
             ask for a run with the URL's query string;
-  polls     every fragment the server asks to rerun (`AutoRerun`), at the interval it asks, until it
-            stops asking (the slider grid's polling while its frames are made);
+  polls     while the summary's payload header asks for one (`poll.ms` > 0: the slider grid's frames
+            are being made), its "poll" state after that many ms, a rerun of its fragment, as the
+            page's summary view does (views/live/view.js, `poll`);
   payloads  GET every chart payload a run names (`/app/static/live/<hash>.bin`), once each, as the
             page's component does;
   sentence  the text area's new value (Ctrl+Enter), a full run;
@@ -33,7 +34,6 @@ from urllib.parse import parse_qs
 MARKER = re.compile(r"view \d+ · text (?P<tag>[0-9a-f]{8}) · .*slider grid (?P<ready>\d+)/(?P<total>\d+)")
 PAYLOAD = re.compile(rb"/app/static/live/[0-9a-f]{24}\.bin")
 ASSETS = re.compile(r'(?:src|href)="(\.?/?static/[^"]+)"')
-FINISHED_OK = 0                     # ScriptFinishedStatus.FINISHED_SUCCESSFULLY (a whole run)
 # Each student fetches on connections of its own, as its browser would (6 per host in chromium and
 # firefox). Shared, asyncio's default pool (cpu_count + 4 threads: 6 here) made twenty students' page
 # loads wait behind one another's payload fetches in this process, not in the server.
@@ -54,8 +54,7 @@ class Student:
         self.widgets: dict[str, str] = {}          # key -> widget id
         self.fragment_of: dict[str, str] = {}      # widget id -> its fragment's id
         self.states: dict[str, object] = {}        # widget id -> the value this "browser" holds
-        self.timers: dict[str, float] = {}         # fragment id -> rerun interval (s)
-        self._timers_this_run: dict[str, float] = {}
+        self._poll: asyncio.TimerHandle | None = None   # the summary's poll, armed by its latest payload
         self.query = ""
         self.page = ""                             # the page's url path ("lessons"), "" for the default page
         self.marker = ""
@@ -87,7 +86,7 @@ class Student:
         self.ws = await websockets.connect(url, subprotocols=["streamlit"], origin=self.base, max_size=None)
         self._stamp("socket")
         self.query, self.page = query, page
-        self._tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._tick())]
+        self._tasks = [asyncio.create_task(self._read())]
         await self._send()
 
     async def _fetch(self, fn, *args):
@@ -106,6 +105,8 @@ class Student:
         return body
 
     async def close(self) -> None:
+        if self._poll is not None:
+            self._poll.cancel()
         for t in self._tasks:
             t.cancel()
         if self.ws is not None:
@@ -168,7 +169,7 @@ class Student:
                 pass
 
     # ---- the protocol ----------------------------------------------------------------------------
-    async def _send(self, fragment: str = "", auto: bool = False) -> None:
+    async def _send(self, fragment: str = "") -> None:
         from streamlit.proto.BackMsg_pb2 import BackMsg
 
         msg = BackMsg()
@@ -177,27 +178,37 @@ class Student:
         rs.page_script_hash = ""
         rs.page_name = self.page
         rs.fragment_id = fragment
-        rs.is_auto_rerun = auto
         for wid, (kind, value) in self.states.items():
             w = rs.widget_states.widgets.add()
             w.id = wid
             setattr(w, kind, value)
         await self.ws.send(msg.SerializeToString())
 
-    async def _tick(self) -> None:
-        """The page's auto-rerun timers: each fragment at its own interval."""
-        due: dict[str, float] = {}
-        while True:
-            await asyncio.sleep(0.05)
-            now = time.perf_counter()
-            for fid, interval in list(self.timers.items()):
-                when = due.setdefault(fid, now + interval)
-                if now >= when:
-                    due[fid] = now + interval
-                    self.polls += 1
-                    await self._send(fragment=fid, auto=True)
-            for fid in set(due) - set(self.timers):
-                del due[fid]
+    @property
+    def polling(self) -> bool:
+        """Whether the page's latest summary asked for a poll that has not been sent yet."""
+        return self._poll is not None
+
+    def _arm_poll(self, wid: str, data: bytes) -> None:
+        """The summary's payload `data` arrived: poll after its header's `poll.ms`, if any (the one
+        timer set again by every payload, as the page's)."""
+        if self._poll is not None:
+            self._poll.cancel()
+            self._poll = None
+        try:
+            n = int.from_bytes(data[:4], "little")
+            ms = float((json.loads(data[4 : 4 + n]).get("poll") or {}).get("ms") or 0)
+        except (ValueError, AttributeError):
+            return
+        if ms > 0:
+            self._poll = asyncio.get_running_loop().call_later(
+                ms / 1000, lambda: asyncio.ensure_future(self._send_poll(wid)))
+
+    async def _send_poll(self, wid: str) -> None:
+        self._poll = None
+        self.polls += 1
+        self.states[wid] = ("json_value", json.dumps({"poll": self.polls}))
+        await self._send(fragment=self.fragment_of.get(wid, ""))
 
     async def _read(self) -> None:
         from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
@@ -209,18 +220,8 @@ class Student:
             kind = f.WhichOneof("type")
             if kind == "delta":
                 await self._delta(f.delta)
-            elif kind == "auto_rerun":
-                self.timers[f.auto_rerun.fragment_id] = f.auto_rerun.interval
-                self._timers_this_run[f.auto_rerun.fragment_id] = f.auto_rerun.interval
-            elif kind == "stop_auto_rerun":
-                for fid in f.stop_auto_rerun.fragment_ids:
-                    self.timers.pop(fid, None)
             elif kind == "page_info_changed":
                 self.query = f.page_info_changed.query_string
-            elif kind == "script_finished":
-                if f.script_finished == FINISHED_OK:     # a whole run: only its timers stay
-                    self.timers = dict(self._timers_this_run)
-                self._timers_this_run = {}
             self._changed.set()
 
     async def _delta(self, delta) -> None:
@@ -237,6 +238,8 @@ class Student:
         if kind == "bidi_component":
             if wid.endswith("-live_sliders") and sub.json:
                 self.sliders = json.loads(sub.json)
+            if wid.endswith("-live_summary") and sub.WhichOneof("data") == "bytes":
+                self._arm_poll(wid, sub.bytes)
             for url in set(PAYLOAD.findall(sub.SerializeToString())):
                 if url not in self.fetched:
                     self.fetched.add(url)

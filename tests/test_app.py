@@ -276,6 +276,25 @@ def test_a_release_reads_its_frame_not_the_model(monkeypatch):
             == prior.sub("", captions.prior_posterior_caption(r, layer, head, query, shown=shown)))
 
 
+def test_the_page_polls_while_its_grid_is_made_and_stops_when_it_is_whole(monkeypatch):
+    """The summary's header asks the page to poll (`poll.ms`, the server's `poll_interval` now) while
+    the sentence's grid is being made, with new bytes every run so that the page sets its timer again,
+    and asks for none once every frame is made; no fragment keeps a Streamlit timer (`run_every`), whose
+    stale reruns crashed a page's element tree (docs/performance.md, "The stall")."""
+    monkeypatch.setattr(live.FRAMES, "poll_interval", lambda: 2.5)
+    at = ok(new_app(model="bam-wc", text="A film I keep thinking about.").run())
+    first = payload(at)[0]["poll"]
+    assert not all(payload(at)[0]["ready"]) and first["ms"] == 2500
+    at.session_state["live_summary"] = {"poll": 1}             # the page's poll: its state, a rerun
+    ok(at.run())
+    assert payload(at)[0]["poll"]["run"] != first["run"]
+    settle()
+    ok(at.run())
+    header = payload(at)[0]
+    assert all(header["ready"]) and header["poll"]["ms"] == 0
+    assert "run_every" not in (Path(__file__).resolve().parents[1] / "views" / "explorer.py").read_text()
+
+
 @pytest.mark.parametrize("text", ["", "   \n\t  "])
 def test_empty_text_asks_politely(at, text):
     at.text_area(key="text").set_value(text)

@@ -89,8 +89,17 @@ def sliders(data: dict, on_change) -> None:
     _component()(data=data, key=SLIDERS_KEY, on_hyper_change=on_change)
 
 
-def charts(payload: bytes, key: str) -> None:
-    _component()(data=payload, key=key)
+def charts(payload: bytes, key: str, polls: bool = False) -> None:
+    """Mount a chart instance with its payload in the element. `polls`: the page may send a "poll"
+    state while the payload's header asks for one (`poll.ms`), which reruns the fragment it is in."""
+    if polls:
+        _component()(data=payload, key=key, on_poll_change=_polled)
+    else:
+        _component()(data=payload, key=key)
+
+
+def _polled() -> None:
+    """A poll's callback: nothing to do, the rerun it brings is the point."""
 
 
 def charts_by_url(payload: bytes, key: str, meta: dict) -> None:

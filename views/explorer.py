@@ -249,9 +249,14 @@ def summary_panel(grid, result, hyper: dict) -> None:
     """Headline estimates with their errors, the sweep over the posterior slider, the prediction,
     for the class `result.target`."""
     post, prior = _indices(grid, hyper)
+    # While the grid is being made, the page asks for this fragment again after `ms` (its poll: the
+    # new frames), from this run's load (`FrameScheduler.poll_interval`); `run` makes every run's
+    # bytes new, so that the page sets its timer again.
+    poll = {"ms": 0 if grid.complete else round(1000 * live.FRAMES.poll_interval()), "run": ss.get("_runs", 0)}
     extra = {"captions": summary_captions(result, grid), "captions_at": [post, prior],
-             "presentation": bool(ss.get("presentation"))}
-    components.charts(live.summary_payload(grid, post, extra, target=result.target), components.SUMMARY_KEY)
+             "presentation": bool(ss.get("presentation")), "poll": poll}
+    components.charts(live.summary_payload(grid, post, extra, target=result.target), components.SUMMARY_KEY,
+                      polls=True)
 
 
 def picture_controls(result, model) -> tuple[int, int, int, int, bool]:
@@ -415,24 +420,15 @@ def main() -> None:
     sync_hyper_to_model(model)
     with st.sidebar:
         model_summary(model)
-    # While the sentence's slider grid is being made, the fragment reruns itself to send the new
-    # frames; it switches this on and off with a full run (`_poll`).
-    st.fragment(live_view, run_every=poll_interval() if ss.get("_grid_pending") else None)(model, name)
-
-
-def poll_interval() -> float:
-    """How often the page fetches its grid's new frames (`FrameScheduler.poll_interval`): every 0.5 s
-    alone, less often the more sentences the server is making, so that twenty pages polling never
-    spend the server on their reruns (docs/performance.md)."""
-    return live.FRAMES.poll_interval()
+    st.fragment(live_view)(model, name)
 
 
 @state.foreground
 def live_view(model, name: str) -> None:
     """The sliders and everything they change, a fragment. The browser moves the sliders and redraws
     the charts by itself; this reruns when a slider is released (for the URL and the captions), when
-    n_samples or the seed changes, and every `poll_interval` while the sentence's slider grid is being made.
-    A new sentence or model reruns the whole page, and this with it."""
+    n_samples or the seed changes, and when the page polls while the sentence's slider grid is being made
+    (`summary_panel`). A new sentence or model reruns the whole page, and this with it."""
     started = time.perf_counter()
     with st.sidebar:
         hyper_controls(model)
@@ -444,14 +440,12 @@ def live_view(model, name: str) -> None:
     state.write_query_params(state.MAIN_KEYS, values)
     if not text.strip():
         st.info("Type a sentence above, or pick an example, to see how the model reads it.")
-        _poll(False)
         return
     n_samples, seed = (ss["n_samples"], ss["seed"]) if model.stochastic else (1, 0)
     try:
         n_samples, reduced = state.samples_that_fit(model, text, n_samples)
     except ValueError as err:                      # a bad $BAM_VIZ_APP_ATTENTION_MB: the server's setting
         st.error(f"{err}")
-        _poll(False)
         return
     if reduced:
         st.info(reduced)
@@ -471,7 +465,6 @@ def live_view(model, name: str) -> None:
         ss["_explorer_view"] = view                # what a lesson's revealed number reads (views/lessons.py)
     except ValueError as err:
         st.info(f"{err}")
-        _poll(False)
         return
     for note in result.notes:
         (st.warning if note.warning else st.info)(note)
@@ -480,15 +473,6 @@ def live_view(model, name: str) -> None:
     with st.container(key=state.WHY_PANEL_KEY):
         why_view.why_section(view, model)
     render_marker(values, started, result.n_samples, grid.ready)
-    _poll(not grid.complete)
-
-
-def _poll(pending: bool) -> None:
-    """Turn the fragment's polling on while frames are being made, off when they are all sent: a
-    fragment's `run_every` is set by the run that defines it, so a change takes a full run."""
-    if ss.get("_grid_pending", False) != pending:
-        ss["_grid_pending"] = pending
-        st.rerun()
 
 
 def _window(model, text: str) -> tuple[int, ...]:

@@ -70,6 +70,7 @@ export default function (args) {
     BUS.mounts[kind] = (BUS.mounts[kind] || 0) + 1;
   }
   view.attach(host);
+  view.args = args;                          // the latest call's: its setStateValue is the live element's
   view.calls = (view.calls || 0) + 1;
   const call = view.calls;
   try {
@@ -100,6 +101,7 @@ if (!BUS.mounts) BUS.mounts = {};            // views made, by kind (tests and b
 if (!BUS.adopted) BUS.adopted = {};          // parked views taken up again, by kind
 
 function park(view) {
+  if (view.poll) view.poll(null);            // an unmounted panel does not poll
   const old = PARKED.get(view.kind);
   if (old && old.view !== view) { clearTimeout(old.timer); old.view.destroy(); }
   view.root.remove();

@@ -140,6 +140,7 @@ export class View {
   }
 
   destroy() {
+    clearTimeout(this.pollTimer);
     window.removeEventListener(CHANGE, this.onChange);
     this.resizer.disconnect();
     this.visibility.disconnect();
@@ -270,6 +271,21 @@ export class PayloadView extends View {
     this.payloads.ask(url, meta);
   }
 
+  // The page's poll while the server makes the grid's frames: the header's `poll` asks for a rerun of
+  // the explorer's fragment after `ms` (0: none), set again by every run's payload, so that one timer
+  // at a time runs, at the interval the server's load asks for now (views/explorer.py, summary_panel).
+  poll(spec) {
+    clearTimeout(this.pollTimer);
+    this.pollTimer = null;
+    const ms = spec && Number(spec.ms);
+    if (!(ms > 0) || !this.args || typeof this.args.setStateValue !== "function") return;
+    this.pollTimer = setTimeout(() => {
+      this.pollTimer = null;
+      this.polls = (this.polls || 0) + 1;
+      try { this.args.setStateValue("poll", this.polls); } catch (err) { console.warn("bamviz: could not poll", err); }
+    }, ms);
+  }
+
   // A new payload: arrays re-read only when the header's id changed; else only captions,
   // presentation and relative colours are applied, repainting just what they touch.
   update(bytes, meta) {
@@ -283,6 +299,7 @@ export class PayloadView extends View {
       }
     }
     this.style = pageStyle(header.style);
+    this.poll(header.poll);
     const themeChanged = this.readTheme();
     // for tests and benchmarks: which payload, and how many of its frames are made
     const ready = Array.isArray(header.ready) ? header.ready : [true];
