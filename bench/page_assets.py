@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import sys
 import time
@@ -28,9 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from browser_latency import ROOT, serve  # noqa: E402
 from load import cpu_seconds  # noqa: E402
-
-ASSETS = re.compile(r'(?:src|href)="(\.?/?static/[^"]+)"')
-CONNECTIONS = 6
+from protocol_client import ASSETS, CONNECTIONS  # noqa: E402  (what a page names, fetched as a browser does)
 
 
 def get(url: str, gzip: bool) -> int:

@@ -26,6 +26,7 @@ import asyncio
 import hashlib
 import json
 import re
+import struct
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -195,10 +196,11 @@ class Student:
         if self._poll is not None:
             self._poll.cancel()
             self._poll = None
+        from bam_viz.live.wire import header_of
+
         try:
-            n = int.from_bytes(data[:4], "little")
-            ms = float((json.loads(data[4 : 4 + n]).get("poll") or {}).get("ms") or 0)
-        except (ValueError, AttributeError):
+            ms = float((header_of(data)[0].get("poll") or {}).get("ms") or 0)
+        except (ValueError, AttributeError, struct.error):
             return
         if ms > 0:
             self._poll = asyncio.get_running_loop().call_later(

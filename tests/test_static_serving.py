@@ -116,13 +116,12 @@ def test_a_base_url_path_is_honoured(frontend):
 
 def test_streamlits_own_frontend_is_served_whole():
     """Every script and style Streamlit's index.html names: the same bytes, once decompressed."""
-    import re
-
+    from protocol_client import ASSETS
     from streamlit import file_util
 
     static = Path(file_util.get_static_dir())
     html = (static / "index.html").read_text(encoding="utf-8")
-    assets = sorted(set(re.findall(r'(?:src|href)="\.?/?(static/[^"]+)"', html)))
+    assets = sorted({a.lstrip("./") for a in ASSETS.findall(html)})
     assert len(assets) > 10
     for asset in assets:
         status, headers, body, passed = _call({}, "/" + asset)

@@ -33,11 +33,15 @@ def pack(header: dict, arrays: dict[str, np.ndarray]) -> bytes:
     return struct.pack("<I", len(head)) + head + b"".join(blobs)
 
 
+def header_of(data: bytes) -> tuple[dict, int]:
+    """A packed payload's header and where its arrays start, without reading them."""
+    (n,) = struct.unpack_from("<I", data, 0)
+    return json.loads(data[4 : 4 + n].decode("utf-8")), 4 + n
+
+
 def unpack(data: bytes) -> tuple[dict, dict[str, np.ndarray]]:
     """The inverse of `pack` (tests, and anyone reading a saved payload); u2 arrays come back in [0, 1]."""
-    (n,) = struct.unpack_from("<I", data, 0)
-    header = json.loads(data[4 : 4 + n].decode("utf-8"))
-    base = 4 + n
+    header, base = header_of(data)
     arrays = {}
     for name, spec in header.pop("arrays").items():
         count = int(np.prod(spec["shape"])) if spec["shape"] else 1
