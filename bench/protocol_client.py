@@ -27,10 +27,16 @@ import hashlib
 import json
 import re
 import struct
+import sys
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from urllib.parse import parse_qs
+
+# The reader parses the chart payloads' headers with bam_viz's own reader (`live.wire.header_of`):
+# the repository's root on the path, however the benchmark was started (`python bench/load.py`).
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 MARKER = re.compile(r"view \d+ · text (?P<tag>[0-9a-f]{8}) · .*slider grid (?P<ready>\d+)/(?P<total>\d+)")
 PAYLOAD = re.compile(rb"/app/static/live/[0-9a-f]{24}\.bin")
@@ -160,6 +166,9 @@ class Student:
     async def _until(self, done, timeout: float) -> None:
         deadline = time.perf_counter() + timeout
         while not done():
+            for task in self._tasks:         # a reader that died (a bad message): say why, not a time-out
+                if task.done() and not task.cancelled() and task.exception() is not None:
+                    raise RuntimeError(f"the student's reader failed: {task.exception()!r}")
             left = deadline - time.perf_counter()
             if left <= 0:
                 raise TimeoutError(f"no answer in {timeout:.0f} s (footer: {self.marker[:80]!r})")
