@@ -96,3 +96,41 @@ def test_a_student_opens_a_lesson_step_and_sees_its_sentence():
         marker, own, (values, current) = asyncio.run(one(base))
     assert f"text {tag(case['text'])} " in marker and own["own_text_in_footer"], marker
     assert current in values
+
+
+def test_a_student_reads_payload_headers_when_run_as_the_benchmark_is():
+    """`python bench/load.py` puts bench/ alone on the path: the student's reader parses each summary's
+    header with bam_viz's own reader, so protocol_client must find bam_viz itself (before it did, every
+    student's reader died on that import and the class timed out with empty footers)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
+            f"sys.path.insert(0, {str(ROOT / 'bench')!r}); import protocol_client; "
+            "from bam_viz.live.wire import header_of; print(header_of.__module__)")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([sys.executable, "-c", code], cwd="/", env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "bam_viz.live.wire"
+
+
+def test_a_reader_that_died_is_said_not_timed_out():
+    """A student whose websocket reader failed raises that failure at its next wait, at once."""
+
+    async def go():
+        s = Student("http://127.0.0.1:9")
+
+        async def broken():
+            raise ValueError("a message it could not read")
+
+        s._tasks = [asyncio.create_task(broken())]
+        await asyncio.sleep(0)
+        try:
+            await s._until(lambda: False, timeout=30)
+        finally:
+            s._pool.shutdown(wait=False)
+
+    import pytest
+
+    with pytest.raises(RuntimeError, match="could not read"):
+        asyncio.run(go())
