@@ -65,7 +65,8 @@ from browser_latency import CHROMIUM, CHROMIUM_ARGS, PAINTED_JS, PAUSES_S, PRESS
 from protocol_client import Student  # noqa: E402
 from soak import descendants  # noqa: E402
 
-START = "/?model=bam-wc&n_samples=32&seed=0"
+SAMPLES = 32               # the explorer's samples per slider value: a frame's cost grows with it (`--samples`)
+START = f"/?model=bam-wc&n_samples={SAMPLES}&seed=0"
 LESSON: dict = {}          # the lesson case (`--lesson`, `lesson_case`): the step's path, page and sentence
 SUBJECTS = ("the actor", "the script", "the director", "the score", "the camera", "the editing", "the cast",
             "the villain", "the ending", "the sequel", "the remake", "the pacing", "the dialogue", "the plot",
@@ -415,12 +416,17 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds before a wait counts as failed")
     ap.add_argument("--log", type=Path, default=None, help="the server's output")
     ap.add_argument("--lesson", default=None, help="ID:STEP: every session opens this lesson step (the lesson case)")
+    ap.add_argument("--samples", type=int, default=SAMPLES,
+                    help="samples per slider value (32): what the class costs if a frame costs less")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
+    global START
+    START = START.replace(f"n_samples={SAMPLES}", f"n_samples={args.samples}")
     if args.lesson:
         LESSON.update(lesson_case(args.lesson))
     result = asyncio.run(run_async(args.sessions, args.stagger, args.presses, args.timeout, args.log,
                                     args.browsers, args.single_presses))
+    result["samples"] = args.samples
     print(json.dumps({k: v for k, v in result.items() if k != "sessions_detail"}, indent=2))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
