@@ -1,10 +1,11 @@
 """A class on one server: twenty browser sessions at once, each with its own sentence and sliders.
 
-    .venv/bin/python bench/load.py [--sessions 20] [--browsers B] [--stagger 10] [--presses 10] [--json out.json]
+    .venv/bin/python bench/load.py [--sessions 20] [--browsers B] [--stagger 10] [--presses 10] [--samples 32]
+                                   [--json out.json]
 
 On a fresh server (loopback only), in one headless Debian chromium, each session in a browser
 context of its own (its own Streamlit session):
-  single   one session alone, first: opens the explorer (bam-wc, 32 samples), types a sentence of
+  single   one session alone, first: opens the explorer (bam-wc, `--samples` 32), types a sentence of
            its own, then moves `shape_k` with the arrow keys, pauses of 0.2-1.5 s between presses;
            as many presses as the class's pages make in all (`--single-presses`), so that the two
            p95s are the same order statistic;
