@@ -132,6 +132,23 @@ def test_a_frame_a_request_waits_for_goes_before_the_background(model, process_f
     assert done.index("now") <= 2, done
 
 
+def test_a_grids_first_frame_goes_before_the_other_frames_requests_wait_for(model, process_frames):
+    """With both "now" threads busy, a grid's first frame (the one that asks for the weights: its page
+    has nothing to show yet) sent after four others is answered before all but the two being made."""
+    worker = process_frames.worker
+    worker.submit(model, TEXT, 4, 0, {}, [0, 1]).result(180)            # started, the model sent
+    done: list[str] = []
+    others = [worker.submit(model, TEXT, 32, s, {}, list(range(8)), now=True) for s in range(6)]
+    for i, f in enumerate(others):
+        f.add_done_callback(lambda _, i=i: done.append(f"other {i}"))
+    first = worker.submit(model, TEXT, 32, 99, {}, list(range(8)), weights=True, now=True)
+    first.add_done_callback(lambda _: done.append("first"))
+    assert first.result(180).softmax_weights is not None
+    for f in others:
+        f.result(180)
+    assert done.index("first") <= 2, done
+
+
 def test_a_worker_that_dies_is_replaced_and_no_frame_is_lost(model, process_frames):
     worker = process_frames.worker
     first = worker.submit(model, TEXT, 4, 0, {}, [0, 1, 2])

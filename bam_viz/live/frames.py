@@ -189,7 +189,9 @@ def serve(address: str, parent: int, threads: int = WORKER_THREADS, server_nice:
     multiprocessing.current_process().authkey = bytes.fromhex(sys.stdin.readline().strip())
     conn = Client(address, authkey=multiprocessing.current_process().authkey)
     models, send_lock = {}, threading.Lock()
-    now_jobs, later_jobs = queue.Queue(), deque()
+    # A grid's first frame (the one that asks for the weights) before the others: its page has no frame
+    # to show yet, where a page waiting for a released value's frame still shows the last one.
+    now_jobs, later_jobs, arrived = queue.PriorityQueue(), deque(), itertools.count()
     quiet = threading.Condition()         # background frames wait on it while a "now" job waits or runs
     busy_now = [0]                        # "now" jobs received and not yet answered
 
@@ -206,7 +208,7 @@ def serve(address: str, parent: int, threads: int = WORKER_THREADS, server_nice:
         torch.set_num_threads(1)          # in each thread: OpenMP's thread count is the calling thread's
         lower_priority(server_nice, NOW_STEP)
         while True:
-            job = now_jobs.get()
+            *_, job = now_jobs.get()
             try:
                 answer(job)
             finally:
@@ -235,7 +237,7 @@ def serve(address: str, parent: int, threads: int = WORKER_THREADS, server_nice:
             elif message[1]:
                 with quiet:
                     busy_now[0] += 1
-                now_jobs.put(message)
+                now_jobs.put((not message[-1], next(arrived), message))
             else:
                 with quiet:
                     later_jobs.append(message)
