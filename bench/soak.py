@@ -157,7 +157,7 @@ def soak(urls: int = 30, moves: int = 200, sessions: int = 4, idle: float = 60.0
             if i == 0:
                 out["rss_after_first_page_mb"] = sampler.rss_mb()
         out["url_first_paint_s"] = {"median": round(statistics.median(loads), 2), "max": round(max(loads), 2),
-                                    "n": len(loads)} if loads else None
+                                    "n": len(loads), "each": [round(t, 2) for t in loads]} if loads else None
 
         sampler.phase = "moves"
         rng = random.Random(0)
