@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from bam_viz import zoo
-from bam_viz.live import frames, priority
+from bam_viz.live import frames
 from bam_viz.live import grid as live
 from bam_viz.live import scheduler as scheduling
 
@@ -82,19 +82,9 @@ def test_frames_made_in_the_worker_equal_the_servers_own(model, process_frames, 
     assert grid.wait(180)
     pid = process_frames.worker.pid
     assert pid is not None and pid != os.getpid()
-    # The worker runs at the server's priority (field 19 of /proc/PID/stat is the nice value); its
-    # threads that make the frames a request waits for NOW_STEP below it (the server's page runs go
-    # first), and those that make the background ones NICE_STEP below.
-    def nice(stat: Path) -> int:
-        return int(stat.read_text().rsplit(")", 1)[1].split()[16])
-
-    base = os.getpriority(os.PRIO_PROCESS, 0)
-    assert nice(Path(f"/proc/{pid}/stat")) == base
-    # (A thread that torch starts from one of them keeps its creator's niceness.)
-    threads = [nice(t / "stat") for t in Path(f"/proc/{pid}/task").iterdir()]
-    now, later = min(19, base + priority.NOW_STEP), min(19, base + priority.NICE_STEP)
-    assert set(threads) == {base, now, later}
-    assert threads.count(now) >= frames.NOW_THREADS and threads.count(later) >= frames.WORKER_THREADS
+    # The worker runs at the server's priority (field 19 of /proc/PID/stat is the nice value).
+    nice = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+    assert nice == os.getpriority(os.PRIO_PROCESS, 0)
     here = live.LiveGrid(model, TEXT, 8, 3)            # made in this process, in this thread
     for i in range(len(grid.values)):
         local = frames.make_frame(model, TEXT, 8, 3, dict(here.hyper_at(i, None)), here.window,
@@ -130,23 +120,6 @@ def test_a_frame_a_request_waits_for_goes_before_the_background(model, process_f
     for f in later:
         f.result(180)
     assert done.index("now") <= 2, done
-
-
-def test_a_grids_first_frame_goes_before_the_other_frames_requests_wait_for(model, process_frames):
-    """With both "now" threads busy, a grid's first frame (the one that asks for the weights: its page
-    has nothing to show yet) sent after four others is answered before all but the two being made."""
-    worker = process_frames.worker
-    worker.submit(model, TEXT, 4, 0, {}, [0, 1]).result(180)            # started, the model sent
-    done: list[str] = []
-    others = [worker.submit(model, TEXT, 32, s, {}, list(range(8)), now=True) for s in range(6)]
-    for i, f in enumerate(others):
-        f.add_done_callback(lambda _, i=i: done.append(f"other {i}"))
-    first = worker.submit(model, TEXT, 32, 99, {}, list(range(8)), weights=True, now=True)
-    first.add_done_callback(lambda _: done.append("first"))
-    assert first.result(180).softmax_weights is not None
-    for f in others:
-        f.result(180)
-    assert done.index("first") <= 2, done
 
 
 def test_a_worker_that_dies_is_replaced_and_no_frame_is_lost(model, process_frames):

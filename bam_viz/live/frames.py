@@ -7,10 +7,9 @@ threads of the server (`bam_viz.live.scheduler`), which share its GIL with every
 class the server's Python is the bottleneck, and a page, a release or the event loop sending a
 student the page's scripts waits behind other students' frames. With $BAM_VIZ_FRAME_WORKER=process,
 `FrameWorker` makes every frame in a process of its own: the frames a request waits for first
-("now", on threads NOW_STEP nicer than the server, so that its page runs go first), the background
-ones after (on threads NICE_STEP nicer, each starting only while no "now" frame waits or runs). The
-server then keeps its GIL for pages and requests; docs/performance.md ("A class of twenty") has both
-measured.
+("now", on a thread at the server's priority), the background ones after (on threads NICE_STEP
+nicer, each starting only while no "now" frame waits or runs). The server then keeps its GIL for
+pages and requests; docs/performance.md ("A class of twenty") has both measured.
 
 The server sends each model to the worker once, its weights as shared memory (the server's own pages,
 mapped, not copied: `FrameScheduler.prepare` moves them there when the model is loaded); torch
@@ -167,7 +166,7 @@ def _watch_parent(parent: int) -> None:
 
 def serve(address: str, parent: int, threads: int = WORKER_THREADS, server_nice: int = 0) -> None:
     """The worker's main (run by `FrameWorker`, with the server's process key on stdin): NOW_THREADS
-    threads answering the frames a request waits for ("now" jobs) NOW_STEP below the server's priority, and
+    threads answering the frames a request waits for ("now" jobs) at the server's own priority (inherited), and
     `threads` answering the background ones, NICE_STEP below `server_nice` (`lower_priority`), each starting only
     while no "now" job waits or runs (a frame holding this process's GIL would slow it). A job is (job
     id, now, model key, text, S, seed, hyper, window, weights), answered (job id, parts or None, error
@@ -180,7 +179,7 @@ def serve(address: str, parent: int, threads: int = WORKER_THREADS, server_nice:
     import torch.multiprocessing  # noqa: F401  (registers the reductions that receive tensors as shared memory)
 
     from bam_viz.core.device import tune_allocator
-    from bam_viz.live.priority import NOW_STEP, lower_priority
+    from bam_viz.live.priority import lower_priority
 
     torch.set_num_threads(1)
     tune_allocator()
@@ -189,9 +188,7 @@ def serve(address: str, parent: int, threads: int = WORKER_THREADS, server_nice:
     multiprocessing.current_process().authkey = bytes.fromhex(sys.stdin.readline().strip())
     conn = Client(address, authkey=multiprocessing.current_process().authkey)
     models, send_lock = {}, threading.Lock()
-    # A grid's first frame (the one that asks for the weights) before the others: its page has no frame
-    # to show yet, where a page waiting for a released value's frame still shows the last one.
-    now_jobs, later_jobs, arrived = queue.PriorityQueue(), deque(), itertools.count()
+    now_jobs, later_jobs = queue.Queue(), deque()
     quiet = threading.Condition()         # background frames wait on it while a "now" job waits or runs
     busy_now = [0]                        # "now" jobs received and not yet answered
 
@@ -206,9 +203,8 @@ def serve(address: str, parent: int, threads: int = WORKER_THREADS, server_nice:
 
     def now_loop():
         torch.set_num_threads(1)          # in each thread: OpenMP's thread count is the calling thread's
-        lower_priority(server_nice, NOW_STEP)
         while True:
-            *_, job = now_jobs.get()
+            job = now_jobs.get()
             try:
                 answer(job)
             finally:
@@ -237,7 +233,7 @@ def serve(address: str, parent: int, threads: int = WORKER_THREADS, server_nice:
             elif message[1]:
                 with quiet:
                     busy_now[0] += 1
-                now_jobs.put((not message[-1], next(arrived), message))
+                now_jobs.put(message)
             else:
                 with quiet:
                     later_jobs.append(message)
@@ -312,7 +308,7 @@ class FrameWorker:
                weights: bool = False, now: bool = False) -> Future:
         """Frame parts of `model` (a zoo model: one with an `origin`) for these arguments (see
         `make_frame`), made in the worker; raises `WorkerGone` when no worker can be started. `now`: a
-        request waits for it, so it goes before every background frame, just below the server's runs. The
+        request waits for it, so it goes before every background frame, at the server's priority. The
         model goes to the worker once, its tensors as shared memory: the worker adds no copy of the
         weights, only its own working memory."""
         future: Future = Future()

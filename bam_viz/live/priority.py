@@ -3,8 +3,7 @@
 The server lowers itself once as it starts (`server_priority`, called by app.py), so that a browser
 on the same machine (the teacher's, on the projector) gets the cores before the class's work; the
 threads that make background frames go NICE_STEP lower still (`lower_priority`), in the server or in its
-frame worker (which starts at the server's niceness), and the worker's threads that make the frames a
-request waits for go NOW_STEP lower, below the server's runs. Niceness counts only between threads that want the same
+frame worker (which starts at the server's niceness). Niceness counts only between threads that want the same
 core: with nothing else running it changes nothing. Linux renices threads one by one; elsewhere
 these are no-ops.
 """
@@ -25,11 +24,6 @@ SERVER_NICE = 5
 # among twenty sessions' runs each take could wait 5 ms per runnable thread (docs/performance.md).
 SWITCH_S = 0.001
 NICE_STEP = 10                   # background frames this much nicer than requests: a ninth of their CPU weight
-# The frames a request waits for ("now", in the frame worker), this much nicer than the server: a page's run
-# (tens of ms of CPU, which everything the page shows waits for) takes a busy core before a frame (over
-# 100 ms), at 0.6 of the server's CPU weight. Under a class of twenty this took the page loads' p95 from
-# 3.7-5.3 s to 2.8-4.3 s, the releases unchanged (docs/performance.md, "A class of twenty").
-NOW_STEP = 3
 _server_nice = 0                 # what `server_priority` set
 
 
@@ -63,14 +57,13 @@ def server_priority() -> int:
     return want
 
 
-def lower_priority(base: int | None = None, step: int = NICE_STEP) -> None:
-    """Lower the calling thread's CPU priority to `step` (default NICE_STEP) below the server's niceness
-    (`base`: the server's, given to its frame worker; else what `server_priority` set in this process):
-    frames made in the background yield a core to a request being answered, and with NOW_STEP a
-    request's frame yields it to the server's runs."""
+def lower_priority(base: int | None = None) -> None:
+    """Lower the calling thread's CPU priority to NICE_STEP below the server's niceness (`base`: the
+    server's, given to its frame worker; else what `server_priority` set in this process): frames made
+    in the background yield a core to a request being answered."""
     try:
         nice = _server_nice if base is None else base
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), min(19, nice + step))
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), min(19, nice + NICE_STEP))
     except (AttributeError, OSError, PermissionError):
         pass
 
