@@ -67,7 +67,14 @@ from protocol_client import Student  # noqa: E402
 from soak import descendants  # noqa: E402
 
 SAMPLES = 32               # the explorer's samples per slider value: a frame's cost grows with it (`--samples`)
-START = f"/?model=bam-wc&n_samples={SAMPLES}&seed=0"
+
+
+def start_path(samples: int = SAMPLES) -> str:
+    """The explorer's link every session opens first."""
+    return f"/?model=bam-wc&n_samples={samples}&seed=0"
+
+
+START = start_path()
 LESSON: dict = {}          # the lesson case (`--lesson`, `lesson_case`): the step's path, page and sentence
 SUBJECTS = ("the actor", "the script", "the director", "the score", "the camera", "the editing", "the cast",
             "the villain", "the ending", "the sequel", "the remake", "the pacing", "the dialogue", "the plot",
@@ -422,7 +429,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     global START
-    START = START.replace(f"n_samples={SAMPLES}", f"n_samples={args.samples}")
+    START = start_path(args.samples)
     if args.lesson:
         LESSON.update(lesson_case(args.lesson))
     result = asyncio.run(run_async(args.sessions, args.stagger, args.presses, args.timeout, args.log,

@@ -4,9 +4,13 @@ machines) must make the server do what a page does, and see only their own sente
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import browser_latency as bl
+import pytest
 from protocol_client import Student, tag
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,13 +106,10 @@ def test_a_student_reads_payload_headers_when_run_as_the_benchmark_is():
     """`python bench/load.py` puts bench/ alone on the path: the student's reader parses each summary's
     header with bam_viz's own reader, so protocol_client must find bam_viz itself (before it did, every
     student's reader died on that import and the class timed out with empty footers)."""
-    import subprocess
-    import sys
-
     code = ("import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
             f"sys.path.insert(0, {str(ROOT / 'bench')!r}); import protocol_client; "
             "from bam_viz.live.wire import header_of; print(header_of.__module__)")
-    env = {k: v for k, v in __import__("os").environ.items() if k != "PYTHONPATH"}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     out = subprocess.run([sys.executable, "-c", code], cwd="/", env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "bam_viz.live.wire"
@@ -129,8 +130,6 @@ def test_a_reader_that_died_is_said_not_timed_out():
             await s._until(lambda: False, timeout=30)
         finally:
             s._pool.shutdown(wait=False)
-
-    import pytest
 
     with pytest.raises(RuntimeError, match="could not read"):
         asyncio.run(go())
