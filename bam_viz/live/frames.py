@@ -7,7 +7,7 @@ threads of the server (`bam_viz.live.scheduler`), which share its GIL with every
 class the server's Python is the bottleneck, and a page, a release or the event loop sending a
 student the page's scripts waits behind other students' frames. With $BAM_VIZ_FRAME_WORKER=process,
 `FrameWorker` makes every frame in a process of its own: the frames a request waits for first
-("now", on a thread at the server's priority), the background ones after (on threads NICE_STEP
+("now", on threads at FRAME_NICE, in arrival order), the background ones after (on threads NICE_STEP
 nicer, each starting only while no "now" frame waits or runs). The server then keeps its GIL for
 pages and requests; docs/performance.md ("A class of twenty") has both measured.
 
@@ -166,9 +166,9 @@ def _watch_parent(parent: int) -> None:
 
 def serve(address: str, parent: int, threads: int = WORKER_THREADS, server_nice: int = 0) -> None:
     """The worker's main (run by `FrameWorker`, with the server's process key on stdin): NOW_THREADS
-    threads answering the frames a request waits for ("now" jobs) at the server's own priority (inherited), and
-    `threads` answering the background ones, NICE_STEP below `server_nice` (`lower_priority`), each starting only
-    while no "now" job waits or runs (a frame holding this process's GIL would slow it). A job is (job
+    threads answering the frames a request waits for ("now" jobs), in arrival order, and `threads`
+    answering the background ones, each starting only while no "now" job waits or
+    runs (a frame holding this process's GIL would slow it); each at its `frame_priority`. A job is (job
     id, now, model key, text, S, seed, hyper, window, weights), answered (job id, parts or None, error
     or None). A model comes before its first job, as ("model", key, model): its tensors arrive as
     shared memory, the server's own pages, not a copy."""
@@ -179,7 +179,7 @@ def serve(address: str, parent: int, threads: int = WORKER_THREADS, server_nice:
     import torch.multiprocessing  # noqa: F401  (registers the reductions that receive tensors as shared memory)
 
     from bam_viz.core.device import tune_allocator
-    from bam_viz.live.priority import lower_priority
+    from bam_viz.live.priority import frame_priority
 
     torch.set_num_threads(1)
     tune_allocator()
@@ -203,6 +203,7 @@ def serve(address: str, parent: int, threads: int = WORKER_THREADS, server_nice:
 
     def now_loop():
         torch.set_num_threads(1)          # in each thread: OpenMP's thread count is the calling thread's
+        frame_priority(background=False, server=server_nice)
         while True:
             job = now_jobs.get()
             try:
@@ -214,7 +215,7 @@ def serve(address: str, parent: int, threads: int = WORKER_THREADS, server_nice:
 
     def later_loop():
         torch.set_num_threads(1)
-        lower_priority(server_nice)
+        frame_priority(background=True, server=server_nice)
         while True:
             with quiet:
                 quiet.wait_for(lambda: later_jobs and not busy_now[0])
@@ -308,7 +309,7 @@ class FrameWorker:
                weights: bool = False, now: bool = False) -> Future:
         """Frame parts of `model` (a zoo model: one with an `origin`) for these arguments (see
         `make_frame`), made in the worker; raises `WorkerGone` when no worker can be started. `now`: a
-        request waits for it, so it goes before every background frame, at the server's priority. The
+        request waits for it, so it goes before every background frame, at FRAME_NICE. The
         model goes to the worker once, its tensors as shared memory: the worker adds no copy of the
         weights, only its own working memory."""
         future: Future = Future()

@@ -16,7 +16,7 @@ from collections import deque
 from contextlib import contextmanager
 
 from bam_viz.live.frames import FrameWorker
-from bam_viz.live.priority import lower_priority
+from bam_viz.live.priority import frame_priority
 
 WORKERS = 2                     # frames made at once: this machine's cores
 
@@ -24,7 +24,7 @@ WORKERS = 2                     # frames made at once: this machine's cores
 class FrameScheduler:
     """The background frames of every grid, made by WORKERS threads at lower CPU priority, or, with
     $BAM_VIZ_FRAME_WORKER=process, sent by those threads to one worker process
-    at nice 19 (`bam_viz.live.frames.FrameWorker`), which keeps their Python off the server's GIL.
+    (`bam_viz.live.frames.FrameWorker`), which keeps their Python off the server's GIL.
 
     Grids take turns, a frame each (round robin), and each grid's frames come in its own order
     (nearest to its slider first). With twenty sentences typed at once, every student gets the
@@ -119,7 +119,7 @@ class FrameScheduler:
                 self._cond.notify_all()
 
     def _run(self) -> None:
-        lower_priority()
+        frame_priority(background=True)
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: bool(self._turns) or self._stopping)
