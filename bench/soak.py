@@ -7,7 +7,8 @@ On a fresh server (loopback only), in headless Debian chromium:
      maximum) at 64 samples (the explorer's maximum), cycling through every model of the zoo, each
      opened until its first charts are painted, then closed;
   2. `--moves` slider presses spread over `--sessions` open sessions (round robin, pauses of 0.2-1.5 s
-     drawn with a fixed seed), each on a long sentence of its own: every release reruns the server;
+     drawn with a fixed seed), each on a long sentence of its own: every release reruns the server (a
+     page whose slider goes away is reported, `pages_lost`, with its console and what it showed);
   3. `--idle` seconds with no page open.
 The server's RSS (/proc/PID/status VmRSS), plus its frame worker's private pages, is sampled every
 0.5 s throughout. Reported: the RSS after the first page (the whole zoo is loaded only as the URLs reach
@@ -120,6 +121,12 @@ class RssSampler(threading.Thread):
         return [r for t, r in rows if t >= end - last_s]
 
 
+# What a page whose slider went away shows: its footer, whether a connection error is up, its panels.
+LOST_JS = """() => ({footer: document.querySelector('.st-key-render_marker')?.innerText,
+  text: document.body.innerText.slice(0, 300), sliders: document.querySelectorAll('[role=slider]').length,
+  roots: [...document.querySelectorAll('.bamviz-root')].map(r => ({...r.dataset}))})"""
+
+
 def first_paint(page, url: str, timeout_ms: float) -> float:
     t0 = time.perf_counter()
     page.goto(url)
@@ -161,23 +168,35 @@ def soak(urls: int = 30, moves: int = 200, sessions: int = 4, idle: float = 60.0
 
         sampler.phase = "moves"
         rng = random.Random(0)
-        pages = []
+        pages, consoles = [], []
         for j in range(sessions):
             model = ("bam-wc", "bam-lc", "dirichlet")[j % 3]
             context = browser.new_context(viewport={"width": 1400, "height": 1000})
             page = context.new_page()
+            consoles.append(console := [])
+            page.on("console", lambda m, c=console: m.type in ("warning", "error") and len(c) < 50 and c.append(
+                f"{m.type}: {m.text[:300]}"))
+            page.on("pageerror", lambda e, c=console: len(c) < 50 and c.append(f"pageerror: {str(e)[:300]}"))
             first_paint(page, url_for(base, 1000 + j, model), 300_000)
             slider = page.get_by_role("slider", name=re.compile(f"^{SLIDER[model]} "))
             pages.append((context, page, slider))
         done, unpainted, direction = 0, 0, ["ArrowRight"] * sessions
+        lost: dict[int, dict] = {}                  # pages whose slider went away: what they showed and said
         for k in range(moves):
             if left() < idle + 30:
                 out["stopped_early"].append(f"moves after {k}")
                 break
+            if k % sessions in lost:
+                continue
             _, page, slider = pages[k % sessions]
             page.bring_to_front()                   # a page in the background gets no animation frames
             page.wait_for_timeout(1000 * rng.uniform(0.2, 1.5))
-            slider.focus()
+            try:
+                slider.focus()
+            except PlaywrightTimeout:
+                lost[k % sessions] = {"move": k, "console": consoles[k % sessions],
+                                      "state": page.evaluate(LOST_JS)}
+                continue
             key = direction[k % sessions]
             if rng.random() < 0.15:                 # now and then turn round, as a person exploring does
                 direction[k % sessions] = key = "ArrowLeft" if key == "ArrowRight" else "ArrowRight"
@@ -188,6 +207,7 @@ def soak(urls: int = 30, moves: int = 200, sessions: int = 4, idle: float = 60.0
                 unpainted += 1
             done += 1
         out["moves_done"], out["moves_not_painted_in_10s"] = done, unpainted
+        out["pages_lost"] = [{"session": j, **v} for j, v in lost.items()]
         page.wait_for_timeout(5000)                 # the last releases reach the server
         for context, _, _ in pages:
             context.close()
