@@ -30,9 +30,8 @@ else:
     from bam_viz.live.priority import server_priority
     from views.join import LESSONS_PATH  # the join link and the route: one name
 
-    # The GIL handed on every 1 ms; the server's runs before the frames (nice 5, the background's 15), which
-    # yield a busy core to the machine's own browser, the projector's page ($BAM_VIZ_SERVER_NICE lowers the
-    # server; docs/performance.md, "A class of twenty").
+    # The GIL handed on every 1 ms, and the server's runs before the frames, which yield a busy core to the
+    # machine's own browser, the projector's page (bam_viz.live.priority; docs/performance.md, "A class of twenty").
     server_priority()
 
     # The only icon is a local file: a Material icon name makes the browser fetch its SVG from an outside
