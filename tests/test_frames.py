@@ -222,3 +222,21 @@ def test_a_frame_holds_every_class_and_row_t_is_the_result_for_target_t(n_classe
             (v.mutual_information, v.se.mutual_information, v.expected_entropy), rel=1e-12)
     one = frames.class_stats(make_fake_result("weibull", S=1, n_classes=n_classes))
     assert np.isnan(one[:, frames.STATS.index("p_se")]).all() and np.isfinite(one[:, 0]).all()
+
+
+def test_under_load_the_workers_request_frames_are_previews(model, process_frames, one_thread):
+    """Six frames requests wait for, sent at once: each taken while others wait or are being made draws
+    a preview's samples; each equals the frame made here at the samples it drew. A lone request's
+    frame draws every sample."""
+    worker = process_frames.worker
+    window = list(range(8))
+    worker.submit(model, TEXT, 4, 0, {}, [0, 1]).result(180)              # started, the model sent
+    assert worker.submit(model, TEXT, 32, 7, {}, window, now=True).result(180).p_samples.shape[0] == 32
+    jobs = [worker.submit(model, TEXT, 32, seed, {}, window, now=True) for seed in range(6)]
+    got = [job.result(180) for job in jobs]
+    drawn = [parts.p_samples.shape[0] for parts in got]
+    assert drawn[1:5] == [8, 8, 8, 8] and {drawn[0], drawn[5]} <= {8, 32}, drawn
+    for seed, parts in enumerate(got):
+        here = frames.make_frame(model, TEXT, drawn[seed], seed, {}, window)
+        assert np.array_equal(parts.stats, here.stats, equal_nan=True)
+        assert np.array_equal(parts.p_samples, here.p_samples)

@@ -14,6 +14,7 @@ import bam_viz
 from bam_viz import families
 from bam_viz.core.grids import nearest_index
 from bam_viz.inference.explain import lower_states
+from bam_viz.live import frames
 from bam_viz.live import grid as live
 from bam_viz.live import scheduler as scheduling
 from bam_viz.nn.attention import Mode, Trace
@@ -258,6 +259,23 @@ def test_an_abandoned_grid_stops_and_resumes(model, monkeypatch):
     assert g.wait(120) and live.wait_idle(60)
 
 
+class _FakeGrid:
+    """What the scheduler reads of a grid; `_work` records when each frame was made."""
+
+    def __init__(self, n: int):
+        self.frames, self._making, self.touched, self.started, self.made = [None] * n, set(), time.monotonic(), True, []
+
+    def abandoned(self) -> bool:
+        return False
+
+    def final(self, i: int) -> bool:
+        return self.frames[i] is not None
+
+    def _work(self, i: int) -> None:
+        self.made.append((i, time.monotonic()))
+        self.frames[i] = object()
+
+
 def test_frames_of_many_grids_are_made_in_turn(monkeypatch):
     """Twenty sentences at once: each grid gets a frame per round (nearest first within it), so the
     last to arrive does not wait for every other grid to finish; an abandoned grid leaves the rotation."""
@@ -266,10 +284,10 @@ def test_frames_of_many_grids_are_made_in_turn(monkeypatch):
     monkeypatch.setattr(live, "IDLE_S", 5.0)
     made = []
 
-    class Grid:
+    class Grid(_FakeGrid):
         def __init__(self, name, n):
-            self.name, self.frames, self._making, self.started = name, [None] * n, set(), True
-            self.touched = clock.monotonic()
+            super().__init__(n)
+            self.name = name
 
         abandoned = live.LiveGrid.abandoned                # the real grid's rule
 
@@ -302,20 +320,6 @@ def test_frames_of_many_grids_are_made_in_turn(monkeypatch):
     while not scheduler.idle and clock.monotonic() < deadline:
         clock.sleep(0.01)
     assert made == [("e", 1), ("d", 0), ("e", 0), ("d", 1)]
-
-
-class _FakeGrid:
-    """What the scheduler reads of a grid; `_work` records when each frame was made."""
-
-    def __init__(self, n: int):
-        self.frames, self._making, self.touched, self.started, self.made = [None] * n, set(), time.monotonic(), True, []
-
-    def abandoned(self) -> bool:
-        return False
-
-    def _work(self, i: int) -> None:
-        self.made.append((i, time.monotonic()))
-        self.frames[i] = object()
 
 
 def test_background_frames_wait_for_requests_being_answered(monkeypatch):
@@ -375,3 +379,65 @@ def test_a_frame_two_requests_ask_for_at_once_is_made_once(model, monkeypatch):
         t.join()
     assert len(made) == 1 and len(got) == 4 and all(f is got[0] for f in got)
     assert not grid._asked
+
+
+def test_preview_samples_are_a_quarter_at_least_eight_and_never_more_than_the_frame():
+    assert [frames.preview_samples(s) for s in (1, 2, 8, 16, 32, 64, 128)] == [1, 2, 8, 8, 8, 16, 32]
+    assert frames.request_samples(32, others=0) == 32 and frames.request_samples(32, others=1) == 8
+    assert frames.request_samples(8, others=3) == 8                   # a frame that small has no preview
+
+
+def test_under_load_a_requests_frame_is_a_preview_and_the_whole_frame_takes_its_place(model, monkeypatch):
+    """While another request's frame is being made, a request's frame draws a quarter of the
+    samples, with its own (wider) Monte Carlo errors; the page draws it and says how many samples it
+    has; the background makes the whole frame, which replaces it and is never replaced by a preview."""
+    S, i = 32, 17
+    grid = live.LiveGrid(model, TEXT, S, 0)
+    hyper, window = dict(grid.hyper_at(i, None)), grid.window
+    monkeypatch.setattr(frames.REQUESTS, "making", 1)                 # another request's frame being made
+    preview = grid.frame(i)
+    assert frames.REQUESTS.making == 1                                 # counted while it was made
+    monkeypatch.setattr(frames.REQUESTS, "making", 0)
+    assert preview.n_samples == 8 and grid.ready[i] and not grid.final(i) and not grid.complete
+    assert grid.frame_samples[i] == 8 and grid.frame(i) is preview          # drawn, not asked for again
+    same = frames.make_frame(model, TEXT, 8, 0, hyper, window)
+    np.testing.assert_allclose(preview.stats, same.stats, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(preview.p_samples, same.p_samples, rtol=1e-6)
+    shown = live.FrameResult(grid, i)
+    assert shown.n_samples == shown.se.n_samples == 8
+    header, arrays = live.unpack(live.summary_payload(grid, i))
+    assert header["n_samples"] == S and header["frame_samples"][i] == 8 and header["ready"][i]
+    assert np.isfinite(arrays["p_samples"][i, :8]).all() and np.isnan(arrays["p_samples"][i, 8:]).all()
+    inside, _ = live.unpack(live.inside_payload(grid, i, 0, 5, 0, 0, 1))
+    assert inside["frame_samples"][i] == 8
+
+    grid.start(i)                                        # alone now: the background makes every frame whole
+    assert grid.wait(240), "the grid was not filled in 240 s"
+    whole = grid.frames[i]
+    assert grid.final(i) and whole.n_samples == S and grid.frame_samples == [S] * len(grid.values)
+    np.testing.assert_allclose(whole.stats, frames.make_frame(model, TEXT, S, 0, hyper, window).stats,
+                               rtol=1e-6, atol=1e-9)
+    col = {name: k for k, name in enumerate(live.STATS)}
+    ratio = preview.stats[0] / whole.stats[0]              # a quarter of the samples: about twice the error
+    assert ratio[col["p_se"]] > 1.3 and ratio[col["gap_se"]] > 1.0, ratio
+    again, _ = live.unpack(live.summary_payload(grid, i))
+    assert again["id"] != header["id"] and again["frame_samples"][i] == S
+    assert grid._store(i, same) is whole and grid.frames[i] is whole        # a late preview changes nothing
+    assert live.FrameResult(grid, i).n_samples == S
+
+
+def test_alone_a_requests_frame_draws_every_sample(model):
+    grid = live.LiveGrid(model, TEXT, 32, 0)
+    assert frames.REQUESTS.making == 0
+    assert grid.frame(3).n_samples == 32 and grid.final(3)
+
+
+def test_previews_env_says_when_a_requests_frame_is_a_preview(model, monkeypatch, caplog):
+    monkeypatch.setenv(frames.PREVIEWS_ENV, "always")                  # alone, still a preview
+    grid = live.LiveGrid(model, TEXT, 32, 0)
+    assert grid.frame(3).n_samples == 8 and not grid.final(3)
+    monkeypatch.setenv(frames.PREVIEWS_ENV, "never")                   # under load, every sample
+    assert frames.request_samples(32, others=5) == 32
+    monkeypatch.setenv(frames.PREVIEWS_ENV, "sometimes")               # said in the log, the default kept
+    assert frames.request_samples(32, others=0) == 32 and frames.request_samples(32, others=1) == 8
+    assert "BAM_VIZ_PREVIEWS is one of load, always, never, not 'sometimes'" in caplog.text

@@ -375,7 +375,7 @@ def text_tag(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:8]
 
 
-def render_marker(values: dict, started: float, n_samples: int, ready: list[bool]) -> None:
+def render_marker(values: dict, started: float, n_samples: int, whole: list[bool]) -> None:
     """A footer that names the view and the server's time on it: its run counter is what the latency
     benchmarks and the browser tests wait for, and the time lets them split server from browser.
     It is always written, and shown only with the URL parameter debug=1: otherwise a style hides it,
@@ -387,7 +387,7 @@ def render_marker(values: dict, started: float, n_samples: int, ready: list[bool
         st.caption(f"view {ss['_runs']} · text {text_tag(values['text'])} · model {values['model']} · "
                    f"{hyper or 'no hyperparameters'} · "
                    f"{count(n_samples, 'sample')} · seed {values['seed']} · "
-                   f"slider grid {sum(ready)}/{len(ready)} · server {server_ms:.0f} ms")
+                   f"slider grid {sum(whole)}/{len(whole)} · server {server_ms:.0f} ms")
 
 
 # ---- the page -----------------------------------------------------------------------------------
@@ -472,7 +472,7 @@ def live_view(model, name: str) -> None:
     inspection(view, model, hyper)
     with st.container(key=state.WHY_PANEL_KEY):
         why_view.why_section(view, model)
-    render_marker(values, started, result.n_samples, grid.ready)
+    render_marker(values, started, result.n_samples, grid.whole)
 
 
 def _window(model, text: str) -> tuple[int, ...]:

@@ -24,6 +24,7 @@ LABELS = {
     "classes": "E[f(z)] of each class",
     "class_whiskers": "5–95% of the samples",
     "class_rest": "the other {n} classes",         # the bar that sums the classes not drawn one by one
+    "preview": "{drawn} of {total} samples for now",   # a frame made under load, its whole frame on the way
     # the attention
     "posterior_mean": "posterior mean E[w], over the samples",
     "softmax_weights": "softmax(ψ), the deterministic pass",

@@ -17,6 +17,11 @@ releases the GIL in its kernels. The worker exits when the server does (it watch
 whose worker died fails with `WorkerGone`, and the next job starts a new worker (the grid makes that
 frame in the server meanwhile); a model without an origin (built in code, not loaded from the zoo,
 so of classes the worker may not be able to import) is never sent.
+
+Under load a request's frame is a preview: while other requests' frames wait or are being made, it
+draws `preview_samples` of its samples (a quarter, at least PREVIEW_MIN), with its own, wider Monte
+Carlo errors, and the grid makes the whole frame in the background and puts it in its place
+(`bam_viz.live.grid.LiveGrid.final`). Alone, a request's frame draws every sample.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +61,10 @@ WORKER_CACHE_MB = 32            # and cache ($BAM_VIZ_CACHE_MB there): a frame r
                                 # lower layers, and what the page reads again is kept by the server
 START_TIMEOUT_S = 120.0         # importing torch and loading a model in a fresh process
 FRAME_TIMEOUT_S = 300.0         # a frame not answered by then is made in the server instead
+PREVIEW_SHARE = 4               # under load, a request's frame draws this share of its samples...
+PREVIEW_MIN = 8                 # ...but at least this many (the mutual information's SE needs a few)
+PREVIEWS_ENV = "BAM_VIZ_PREVIEWS"
+PREVIEW_MODES = ("load", "always", "never")   # when a request's frame is a preview (`previews`)
 
 
 @dataclass(frozen=True)
@@ -71,6 +81,11 @@ class Frame:
     # what the captions read of the sampled weights (`bam_viz.live.result.FrameResult`)
     rows: dict
 
+    @property
+    def n_samples(self) -> int:
+        """The attention samples this frame drew: the grid's, or fewer for a preview."""
+        return self.p_samples.shape[0]
+
 
 @dataclass(frozen=True)
 class FrameParts:
@@ -85,6 +100,64 @@ class FrameParts:
     rows: dict
     softmax_weights: torch.Tensor | None = None
     prior_weights: torch.Tensor | None = None
+
+
+def samples_drawn(frames) -> list[int]:
+    """The samples each of `frames` drew (`Frame.n_samples`), 0 for one not made (None)."""
+    return [0 if f is None else f.n_samples for f in frames]
+
+
+def preview_samples(n_samples: int) -> int:
+    """The samples a preview of an `n_samples` frame draws: 1/PREVIEW_SHARE of them, at least PREVIEW_MIN,
+    and never more than `n_samples` (a frame that small has no preview)."""
+    return min(n_samples, max(PREVIEW_MIN, n_samples // PREVIEW_SHARE))
+
+
+def previews() -> str:
+    """When a request's frame is a preview, from $BAM_VIZ_PREVIEWS: "load" (the default: while other
+    requests' frames wait or are being made), "always" or "never". A bad value is said in the log and
+    the default kept: a server setting must not stop a class."""
+    mode = os.environ.get(PREVIEWS_ENV, PREVIEW_MODES[0]).strip().lower()
+    if mode in PREVIEW_MODES:
+        return mode
+    logging.getLogger(__name__).warning("bam-viz: $%s is one of %s, not %r; using %r", PREVIEWS_ENV,
+                                        ", ".join(PREVIEW_MODES), mode, PREVIEW_MODES[0])
+    return PREVIEW_MODES[0]
+
+
+def request_samples(n_samples: int, others: int) -> int:
+    """The samples a frame a request waits for draws: all of them alone, a preview's while `others`
+    such frames wait or are being made (under a class most releases land on a value not made yet, and
+    a frame's cost is mostly its samples: docs/performance.md, "A class of twenty"); `previews` can
+    make every such frame a preview, or none."""
+    mode = previews()
+    if mode == "never" or (mode == "load" and others <= 0):
+        return n_samples
+    return preview_samples(n_samples)
+
+
+class RequestFrames:
+    """The frames requests wait for that this process makes itself (no worker process, or while it is
+    replaced), counted as the worker counts its own: each request's thread makes its frame at once."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.making = 0
+
+    @contextmanager
+    def samples(self, n_samples: int):
+        """The samples this request's frame draws (`request_samples`), counted while it is made."""
+        with self._lock:
+            self.making += 1
+            others = self.making - 1
+        try:
+            yield request_samples(n_samples, others)
+        finally:
+            with self._lock:
+                self.making -= 1
+
+
+REQUESTS = RequestFrames()
 
 
 def quantiles(w: torch.Tensor, qs: tuple[float, ...]) -> torch.Tensor:
@@ -166,7 +239,8 @@ def _watch_parent(parent: int) -> None:
 
 def serve(address: str, parent: int, threads: int = WORKER_THREADS, server_nice: int = 0) -> None:
     """The worker's main (run by `FrameWorker`, with the server's process key on stdin): NOW_THREADS
-    threads answering the frames a request waits for ("now" jobs), in arrival order, and `threads`
+    threads answering the frames a request waits for ("now" jobs), in arrival order, each a preview
+    while others wait or are being made (`request_samples`), and `threads`
     answering the background ones, each starting only while no "now" job waits or
     runs (a frame holding this process's GIL would slow it); each at its `frame_priority`. A job is (job
     id, now, model key, text, S, seed, hyper, window, weights), answered (job id, parts or None, error
@@ -192,8 +266,9 @@ def serve(address: str, parent: int, threads: int = WORKER_THREADS, server_nice:
     quiet = threading.Condition()         # background frames wait on it while a "now" job waits or runs
     busy_now = [0]                        # "now" jobs received and not yet answered
 
-    def answer(job) -> None:
-        job_id, _, key, text, n_samples, seed, hyper, window, weights = job
+    def answer(job, n_samples: int | None = None) -> None:
+        job_id, _, key, text, samples, seed, hyper, window, weights = job
+        n_samples = samples if n_samples is None else n_samples
         try:
             reply = (job_id, make_frame(models[key], text, n_samples, seed, hyper, window, weights), None)
         except Exception as e:          # one frame's failure is the server's to report
@@ -207,7 +282,9 @@ def serve(address: str, parent: int, threads: int = WORKER_THREADS, server_nice:
         while True:
             job = now_jobs.get()
             try:
-                answer(job)
+                with quiet:                   # the other frames requests wait for, waiting or being made
+                    others = busy_now[0] - 1
+                answer(job, request_samples(job[4], others))
             finally:
                 with quiet:
                     busy_now[0] -= 1

@@ -7,7 +7,9 @@ Weibull, `shape_k`: `POSTERIOR_PER_DECADE` values a decade) and of the prior-onl
 `explain()` gives at that value, reduced to a `Frame` (the headline's estimates and errors, the
 per-sample predictions, spread, every stochastic head's maps in the token window, and the KL at
 every prior value). Frames are made nearest to the current value first, in the background
-(`bam_viz.live.scheduler`), while the page already draws the ones made.
+(`bam_viz.live.scheduler`), while the page already draws the ones made. Under load the frame a
+request waits for may be a preview of fewer samples (`bam_viz.live.frames.request_samples`): the page
+draws it, says so, and the whole frame is made in the background and takes its place (`final`).
 
 What depends on the prior-only slider alone is cheap and made when the payload is packed: the
 prior's draws for the selected query, its density, and the KL, which is closed form in the
@@ -39,12 +41,14 @@ from bam_viz.inference.result import log10_density, log10_range
 from bam_viz.live.frames import (
     FRAME_TIMEOUT_S,
     MAP_SAMPLES,  # noqa: F401  (read as live.*)
+    REQUESTS,
     STATS,
     Frame,
     FrameParts,
     WorkerGone,
     make_frame,
     quantiles,
+    samples_drawn,
 )
 from bam_viz.live.payloads import MAP_PANELS, inside_payload, page_style, summary_payload  # noqa: F401  (live.*)
 from bam_viz.live.result import FrameResult  # noqa: F401  (read as live.*)
@@ -213,17 +217,23 @@ class LiveGrid:
 
     def _make(self, i: int, now: bool) -> Frame:
         """Frame i, made in the worker process when there is one and the model can be loaded there (a
-        zoo model), else here; `now`: a request waits for it."""
-        args = (self.text, self.n_samples, self.seed, dict(self.hyper_at(i, None)), self.window)
+        zoo model), else here; `now`: a request waits for it (a preview under load), else every sample."""
+        hyper = dict(self.hyper_at(i, None))
         weights = self.softmax_weights is None
         worker, origin = FRAMES.worker, getattr(self.model, "origin", None)
         if worker is not None and origin is not None:
             try:
-                parts = worker.submit(self.model, *args, weights=weights, now=now).result(FRAME_TIMEOUT_S)
+                parts = worker.submit(self.model, self.text, self.n_samples, self.seed, hyper, self.window,
+                                      weights=weights, now=now).result(FRAME_TIMEOUT_S)
                 return self._store(i, parts)
             except (WorkerGone, TimeoutError):  # killed, out of memory, stuck: made here; the next job starts a new one
                 pass
-        return self._store(i, make_frame(self.model, *args, weights=weights))
+        if not now:
+            return self._store(i, make_frame(self.model, self.text, self.n_samples, self.seed, hyper, self.window,
+                                             weights=weights))
+        with REQUESTS.samples(self.n_samples) as n_samples:
+            parts = make_frame(self.model, self.text, n_samples, self.seed, hyper, self.window, weights=weights)
+        return self._store(i, parts)
 
     def _store(self, i: int, parts: FrameParts) -> Frame:
         made = Frame(stats=parts.stats, p_samples=parts.p_samples, spread=parts.spread, kl=self.kl_table(i),
@@ -231,19 +241,26 @@ class LiveGrid:
         with self._lock:
             if self.softmax_weights is None and parts.softmax_weights is not None:
                 self.softmax_weights, self.prior_weights = parts.softmax_weights, parts.prior_weights
+            if self.final(i):                   # a preview that lands after the whole frame: keep the whole
+                return self.frames[i]
             self.frames[i] = made
             self.version += 1
         return made
 
+    def final(self, i: int) -> bool:
+        """Whether frame i is made with every sample (not missing, not a preview)."""
+        f = self.frames[i]
+        return f is not None and f.n_samples >= self.n_samples
+
     def _work(self, i: int) -> None:
         with self._lock:
-            if self.frames[i] is not None or i in self._making or i in self._asked:
+            if self.final(i) or i in self._making or i in self._asked:
                 return
             if self.abandoned():                                # a new sentence came
                 return
             self._making.add(i)
         try:
-            if self.frames[i] is None:
+            if not self.final(i):
                 self._make(i, now=False)
         finally:
             with self._lock:
@@ -274,7 +291,7 @@ class LiveGrid:
             FRAMES.add(self, self._todo(current, step), first=True)
 
     def _todo(self, around: int, step: int = 1) -> list[int]:
-        return [i for i in nearest_first(len(self.values), around, step) if self.frames[i] is None]
+        return [i for i in nearest_first(len(self.values), around, step) if not self.final(i)]
 
     def _launch(self, around: int) -> None:
         with self._lock:
@@ -293,11 +310,22 @@ class LiveGrid:
 
     @property
     def ready(self) -> list[bool]:
+        """Which frames the page can draw (previews included)."""
         return [f is not None for f in self.frames]
 
     @property
+    def frame_samples(self) -> list[int]:
+        """The samples each frame drew: the grid's, fewer for a preview, 0 where none is made."""
+        return samples_drawn(self.frames)
+
+    @property
+    def whole(self) -> list[bool]:
+        """Which frames are made with every sample (`final`)."""
+        return [self.final(i) for i in range(len(self.frames))]
+
+    @property
     def complete(self) -> bool:
-        return all(self.ready)
+        return all(self.whole)
 
     def wait(self, timeout: float = 60.0) -> bool:
         """Until every frame is made (tests, the benchmark): True when complete."""

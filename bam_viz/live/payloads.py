@@ -14,7 +14,7 @@ from bam_viz.core.labels import LABELS, labels
 from bam_viz.core.task import entropy_bound
 from bam_viz.core.text import display_token
 from bam_viz.inference.result import MonteCarloErrors
-from bam_viz.live.frames import MAP_SAMPLES, STATS
+from bam_viz.live.frames import MAP_SAMPLES, STATS, samples_drawn
 from bam_viz.live.wire import FLOAT32_LIMIT, finite32, pack
 from bam_viz.plots.captions import gap_sentence
 from bam_viz.plots.format import SE_DIGITS, SE_MAX_DIGITS, samples_needed
@@ -73,13 +73,16 @@ def summary_payload(grid, current: int, extra: dict | None = None,
     far, for the class `grid.target_at(current, target)`: its headline numbers `stats` (G, len(STATS))
     and each sample's probability of it `p_samples` (G, S), and for the predictive distribution
     `class_probs` (G, 4, C): every class's E[f(z)], the 5% and 95% points of its samples, and f(softmax).
-    The header names the classes, the target and the class predicted at `current`."""
+    The header names the classes, the target and the class predicted at `current`, and the samples each
+    frame drew (`frame_samples`: fewer than `n_samples` for a preview, whose `p_samples` row ends in NaN)."""
     C = len(grid.classes)
     t = grid.target_at(current, target)
-    ready = grid.ready
-    arrays = grid.memo("summary", (tuple(ready), t), lambda: _summary_arrays(grid, t), keep=2)
+    frames = list(grid.frames)                       # one snapshot for the header and the arrays
+    drawn = samples_drawn(frames)
+    ready = [n > 0 for n in drawn]
+    arrays = grid.memo("summary", (tuple(drawn), t), lambda: _summary_arrays(grid, frames, t), keep=2)
     header = {
-        "kind": "summary", "id": _digest("summary", id(grid), ready, t), "ready": ready,
+        "kind": "summary", "id": _digest("summary", id(grid), drawn, t), "ready": ready, "frame_samples": drawn,
         "n_samples": grid.n_samples, "seed": grid.seed, "model": grid.model.name, "stats": list(STATS),
         "labels": labels(display_token(grid.classes[t]), C), "style": page_style("summary"),
         "classes": list(grid.classes), "target": t, "predicted": grid.target_at(current, "predicted"),
@@ -92,16 +95,16 @@ def summary_payload(grid, current: int, extra: dict | None = None,
     return pack(header, arrays)
 
 
-def _summary_arrays(grid, t: int) -> dict:
+def _summary_arrays(grid, frames: list, t: int) -> dict:
     """`summary_payload`'s arrays for the class index t, from the frames made (NaN rows for the others)."""
     G, S, C = len(grid.values), grid.n_samples, len(grid.classes)
     stats = np.full((G, len(STATS)), np.nan)
     p = np.full((G, S), np.nan)
     classes = np.full((G, 4, C), np.nan)
     mc, soft = STATS.index("p_mc"), STATS.index("p_softmax")
-    for i, f in enumerate(list(grid.frames)):
+    for i, f in enumerate(frames):
         if f is not None:
-            stats[i], p[i] = f.stats[t], f.p_samples[:, t]
+            stats[i], p[i, : f.n_samples] = f.stats[t], f.p_samples[:, t]
             classes[i, 0], classes[i, 3] = f.stats[:, mc], f.stats[:, soft]
             classes[i, 1:3] = np.quantile(f.p_samples.astype(np.float64), (0.05, 0.95), axis=0)
     return {"stats": finite32(stats), "p_samples": finite32(p), "class_probs": finite32(classes)}
@@ -121,7 +124,9 @@ def inside_payload(grid, current: int, prior_current: int, layer: int, head: int
     spread = np.full((G, L, H), np.nan)
     kl = np.full((G, B, L, H), np.nan)
     post_row = np.full((G, 4, W), np.nan)
-    for i, f in enumerate(grid.frames):
+    frames = list(grid.frames)
+    drawn = samples_drawn(frames)
+    for i, f in enumerate(frames):
         if f is None:
             continue
         spread[i], kl[i] = f.spread, f.kl
@@ -138,8 +143,9 @@ def inside_payload(grid, current: int, prior_current: int, layer: int, head: int
         arrays["post_density"], arrays["prior_density"] = (finite32(d) for d in densities)
     trained = grid.model.trained_hyper
     header = {
-        "kind": "inside", "id": _digest("inside", id(grid), grid.ready, layer, head, query, key),
-        "ready": grid.ready, "n_samples": grid.n_samples, "seed": grid.seed, "labels": LABELS,
+        "kind": "inside", "id": _digest("inside", id(grid), drawn, layer, head, query, key),
+        "ready": [n > 0 for n in drawn], "frame_samples": drawn, "n_samples": grid.n_samples, "seed": grid.seed,
+        "labels": LABELS,
         "style": page_style("inside"), "float32_limit": FLOAT32_LIMIT,
         "tokens": list(grid.tokens), "window": list(grid.window),
         "layer": layer, "head": head, "query": query, "key": key, "layers": L, "heads": H,

@@ -50,7 +50,8 @@ class FrameResult:
         self.classes, self.model_name, self.family = list(grid.classes), model.name, model.family
         self.stochastic_layers = list(grid.stochastic_layers)
         self.hyper = dict(grid.hyper_at(i, j if grid.prior_spec is not None else None))
-        self.n_samples, self.seed, self.notes = grid.n_samples, grid.seed, list(grid.notes)
+        # a preview's own samples: its errors and the captions' sample counts are its own
+        self.n_samples, self.seed, self.notes = frame.n_samples, grid.seed, list(grid.notes)
         self._column = column = {name: frame.stats[:, k] for k, name in enumerate(STATS)}
         # float32, as a result's probabilities are: its gaps are their float32 differences
         self.mc_probs, self.mean_attention_probs, self.softmax_probs = (

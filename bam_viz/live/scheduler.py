@@ -1,7 +1,7 @@
 """The background frames of every live grid: the threads (or worker process) that make them, at
 a CPU priority below the server's requests (`bam_viz.live.priority`).
 
-A grid is anything with `touched`, `started`, `frames`, `_making`, `abandoned()` and `_work(i)`:
+A grid is anything with `touched`, `started`, `_making`, `final(i)`, `abandoned()` and `_work(i)`:
 `bam_viz.live.grid.LiveGrid`.
 """
 
@@ -94,7 +94,7 @@ class FrameScheduler:
             grid, todo = self._turns.popleft()
             if grid.abandoned():                                # a new sentence came
                 continue
-            while todo and (grid.frames[todo[0]] is not None or todo[0] in grid._making):
+            while todo and (grid.final(todo[0]) or todo[0] in grid._making):
                 todo.popleft()
             if not todo:
                 continue

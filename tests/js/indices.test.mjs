@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { nearestIndex, nearestReady, sliderIndex, sliderValue } from "../../views/live/indices.js";
+import { frameSamples, nearestIndex, nearestReady, sliderIndex, sliderValue } from "../../views/live/indices.js";
 import { PYTHON } from "./python.mjs";
 
 test("the nearest grid value is bam_viz.core.grids.nearest_index's", () => {
@@ -29,4 +29,14 @@ test("the ready frame nearest to the one wanted, right first", () => {
   assert.equal(nearestReady(1, [true, false, true], 3), 2);
   assert.equal(nearestReady(1, [false, false, false], 3), -1);
   assert.equal(nearestReady(1, null, 3), 1);
+});
+
+test("a frame's samples: a preview's own, else the header's", () => {
+  const h = { n_samples: 32, frame_samples: [32, 8, 0] };
+  assert.equal(frameSamples(h, 0), 32);
+  assert.equal(frameSamples(h, 1), 8);
+  assert.equal(frameSamples(h, 2), 32);
+  assert.equal(frameSamples({ n_samples: 16 }, 1), 16);
+  assert.equal(frameSamples({}, 0), 0);
+  assert.equal(frameSamples(null, 0), 0);
 });

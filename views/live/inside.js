@@ -6,6 +6,7 @@ import { axes, band, colourBar, colourBarWidth, font, heatmap, labelFit, maxLabe
   tokenLabels, yAxisMargin } from "./draw.js";
 import { caption, el, fillLegend, label, legend, setCaption, setText, show, staleNote } from "./dom.js";
 import { clamp, distinctLabels, finite, fmtG, fmtShort, shorten, superscript, tokenText } from "./format.js";
+import { frameSamples } from "./indices.js";
 import { offsetOf, row } from "./payload.js";
 import { linearTicks, relativeRange, scale } from "./scale.js";
 import { PayloadView } from "./view.js";
@@ -297,7 +298,7 @@ export class InsideView extends PayloadView {
     const base = offsetOf(maps, i, 0, 0, 0);
     const plane = W * W;
     const relative = !!this.h.relative;
-    const S = Number.isInteger(this.h.n_samples) ? this.h.n_samples : 0;
+    const S = frameSamples(this.h, i);                   // a preview's own samples
     const titles = Array.isArray(this.h.map_titles) ? this.h.map_titles : [];
     const scales = Array.isArray(this.h.map_scales) ? this.h.map_scales : [];
     const isStd = (m) => scales[m] === "std";

@@ -7,7 +7,7 @@ import { classRows, drawClasses, hoverClasses, ROW_PX } from "./classes.js";
 import { axes, band, message, polyline, text, textWidth, vline, yAxisMargin } from "./draw.js";
 import { caption, el, fillLegend, label, legend, setCaption, setText, show, staleNote } from "./dom.js";
 import { clamp, finite, fixed, fmtG, fmtShort, shorten, signedAt } from "./format.js";
-import { sliderValue } from "./indices.js";
+import { frameSamples, sliderValue } from "./indices.js";
 import { row } from "./payload.js";
 import { linearTicks, logTicks, scale } from "./scale.js";
 import { fill } from "./style.js";
@@ -86,7 +86,6 @@ export class SummaryView extends PayloadView {
     show(this.sweepPanel, !!(sl && Array.isArray(sl.values) && sl.values.length));
     const p = label(h, "p");
     if (sl) setText(this.sweepTitle, `${p} and the mutual information at every ${sl.name} (${S} sample${S === 1 ? "" : "s"}, seed ${h.seed})`);
-    setText(this.histTitle, `${p} across ${S === 1 ? "1 attention sample" : `${S} attention samples`}`);
   }
 
   samples() {
@@ -134,8 +133,15 @@ export class SummaryView extends PayloadView {
       : finite(se) ? `± ${fixed(se, se, rule)}` : `needs ≥ ${needs[quantity]} samples`);
     const num = (v, se) => (finite(v) ? fixed(v, se, rule) : "…");
     const [p, mean, gap, soft, mi] = this.metrics;
+    // A preview (made under load) says how many of the samples it drew; the whole frame replaces it.
+    const total = this.samples();
+    const drawn = i >= 0 ? frameSamples(this.h, i) : total;
+    const preview = drawn < total ? fill(label(this.h, "preview"), { drawn, total }) : "";
     setText(p.value, num(st.p_mc, st.p_se));
-    setText(p.sub, err(st.p_se, "p_target"));
+    setText(p.sub, preview ? `${err(st.p_se, "p_target")} · ${preview}` : err(st.p_se, "p_target"));
+    p.sub.parentElement.classList.toggle("bamviz-preview", !!preview);
+    setText(this.histTitle, `${label(this.h, "p")} across ${drawn === 1 ? "1 attention sample"
+      : preview ? `${drawn} attention samples (${preview})` : `${drawn} attention samples`}`);
     setText(mean.value, num(st.p_mean_attention, NaN));
     setText(mean.sub, "one pass, E[w] over the samples");
     setText(gap.value, finite(st.gap) ? signedAt(st.gap, st.gap_se, rule) : "…");
