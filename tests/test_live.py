@@ -441,3 +441,42 @@ def test_previews_env_says_when_a_requests_frame_is_a_preview(model, monkeypatch
     monkeypatch.setenv(frames.PREVIEWS_ENV, "sometimes")               # said in the log, the default kept
     assert frames.request_samples(32, others=0) == 32 and frames.request_samples(32, others=1) == 8
     assert "BAM_VIZ_PREVIEWS is one of load, always, never, not 'sometimes'" in caplog.text
+
+
+@pytest.mark.parametrize("name", ["bam-wc", "bam-lc", "dirichlet"])
+def test_densities_at_every_value_at_once_are_scipys_one_value_at_a_time(name):
+    """The density panel's curves, computed for every slider value in one SciPy call, equal those of
+    each value's own distribution (SciPy's scalar path, as `ExplainResult.key_densities` uses)."""
+    from bam_viz.inference.result import log10_density, log10_range
+
+    model = bam_viz.load(name)
+    g = live.LiveGrid(model, TEXT, 4, 0)
+    layer, key = g.scored[-1], 2
+    post, prior = g.densities(layer, 1, 0, key)
+    s = g.scored.index(layer)
+    log_p, log_pi = g.log_p[s, 1, 0][None], g.log_pi[s, 1]
+    valid = torch.ones_like(log_p, dtype=torch.bool)
+    for out, hyper_of, which in ((post, lambda i: g.hyper_at(i, 0 if g.prior_spec is None else None), 0),
+                                 (prior, lambda j: g.hyper_at(0, j), 1)):
+        for i in range(len(out)):
+            st = g.family.statistics(log_p, log_pi, valid, hyper_of(i))
+            d = g.family.key_marginals({k: v[0] for k, v in st.posterior.items()},
+                                       {k: v[0] for k, v in st.prior.items()}, key)[which]
+            lo, hi = log10_range(d)
+            if not (np.isfinite(lo) and np.isfinite(hi)) or hi <= lo:
+                lo, hi = -3.0, 0.0
+            np.testing.assert_allclose(out[i, :2], [lo, hi], rtol=1e-12)
+            np.testing.assert_allclose(out[i, 2:], log10_density(d, np.linspace(lo, hi, live.DENSITY_POINTS)),
+                                       rtol=1e-9, atol=1e-12)
+
+
+def test_marginals_stack_only_when_alike():
+    from scipy import stats
+
+    from bam_viz.families.base import Marginal
+
+    ms = [Marginal(stats.weibull_min, c=k, scale=s) for k, s in ((0.5, 1.0), (3.0, 0.2), (30.0, 2e-3))]
+    stacked = Marginal.stack(ms)
+    np.testing.assert_allclose(stacked.ppf([0.001, 0.999]), [m.ppf([0.001, 0.999]) for m in ms], rtol=1e-12)
+    assert Marginal.stack([*ms, Marginal(stats.gamma, a=2.0, scale=1.0)]) is None
+    assert Marginal.stack([]) is None

@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
 import torch
 from torch.distributions import Distribution
 
@@ -275,3 +276,15 @@ class Marginal:
 
     def __repr__(self) -> str:
         return f"Marginal({self.dist.name}, {self.params})"
+
+    @classmethod
+    def stack(cls, marginals) -> Marginal | None:
+        """One `Marginal` whose parameters are columns (n, 1), row i `marginals[i]`'s: SciPy evaluates
+        all n at once (`ppf` of (2,) gives (n, 2)). None unless all are of one distribution, with the
+        same parameters' names."""
+        first = marginals[0] if marginals else None
+        alike = (isinstance(m, cls) and m.dist is first.dist and m.params.keys() == first.params.keys()
+                 for m in marginals)
+        if not isinstance(first, cls) or not all(alike):
+            return None
+        return cls(first.dist, **{k: np.array([[m.params[k]] for m in marginals], dtype=float) for k in first.params})

@@ -408,14 +408,22 @@ class ExplainResult:
 def log10_range(d) -> tuple[float, float]:
     """log10 of the 0.1% and 99.9% quantiles of a SciPy distribution on (0, inf) (frozen, or a
     `families.base.Marginal`); NaNs where SciPy cannot say (extreme parameters)."""
+    lo, hi = log10_ranges(d)
+    return float(lo), float(hi)
+
+
+def log10_ranges(d) -> np.ndarray:
+    """`log10_range` of a distribution whose parameters are arrays (a stacked `Marginal`, n rows):
+    (..., 2), NaN in a row SciPy cannot say."""
     import warnings
 
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         try:
-            return tuple(float(v) for v in np.log10(d.ppf([0.001, 0.999]).astype(float)))
+            return np.log10(np.asarray(d.ppf([0.001, 0.999]), dtype=float))
         except (OverflowError, ValueError, FloatingPointError):
-            return (float("nan"), float("nan"))
+            return np.full(np.broadcast_shapes(*(np.shape(v) for v in getattr(d, "params", {}).values()), (2,)),
+                           np.nan)
 
 
 def log10_density(d, x: np.ndarray) -> np.ndarray:
