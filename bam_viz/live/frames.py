@@ -26,6 +26,7 @@ Carlo errors, and the grid makes the whole frame in the background and puts it i
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import math
@@ -115,9 +116,14 @@ def preview_samples(n_samples: int) -> int:
 
 def previews() -> str:
     """When a request's frame is a preview, from $BAM_VIZ_PREVIEWS: "load" (the default: while other
-    requests' frames wait or are being made), "always" or "never". A bad value is said in the log and
-    the default kept: a server setting must not stop a class."""
-    mode = os.environ.get(PREVIEWS_ENV, PREVIEW_MODES[0]).strip().lower()
+    requests' frames wait or are being made), "always" or "never". A bad value is said in the log
+    (once) and the default kept: a server setting must not stop a class."""
+    return _preview_mode(os.environ.get(PREVIEWS_ENV, PREVIEW_MODES[0]))
+
+
+@functools.lru_cache(maxsize=8)
+def _preview_mode(raw: str) -> str:
+    mode = raw.strip().lower()
     if mode in PREVIEW_MODES:
         return mode
     logging.getLogger(__name__).warning("bam-viz: $%s is one of %s, not %r; using %r", PREVIEWS_ENV,
@@ -266,9 +272,8 @@ def serve(address: str, parent: int, threads: int = WORKER_THREADS, server_nice:
     quiet = threading.Condition()         # background frames wait on it while a "now" job waits or runs
     busy_now = [0]                        # "now" jobs received and not yet answered
 
-    def answer(job, n_samples: int | None = None) -> None:
-        job_id, _, key, text, samples, seed, hyper, window, weights = job
-        n_samples = samples if n_samples is None else n_samples
+    def answer(job, n_samples: int) -> None:
+        job_id, _, key, text, _, seed, hyper, window, weights = job
         try:
             reply = (job_id, make_frame(models[key], text, n_samples, seed, hyper, window, weights), None)
         except Exception as e:          # one frame's failure is the server's to report
@@ -297,7 +302,7 @@ def serve(address: str, parent: int, threads: int = WORKER_THREADS, server_nice:
             with quiet:
                 quiet.wait_for(lambda: later_jobs and not busy_now[0])
                 job = later_jobs.popleft()
-            answer(job)
+            answer(job, job[4])                 # every sample: the background's frames are whole
 
     for _ in range(NOW_THREADS):
         threading.Thread(target=now_loop, daemon=True).start()

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import nullcontext
 
 import numpy as np
 import torch
@@ -229,10 +230,7 @@ class LiveGrid:
                 return self._store(i, parts)
             except (WorkerGone, TimeoutError):  # killed, out of memory, stuck: made here; the next job starts a new one
                 pass
-        if not now:
-            return self._store(i, make_frame(self.model, self.text, self.n_samples, self.seed, hyper, self.window,
-                                             weights=weights))
-        with REQUESTS.samples(self.n_samples) as n_samples:
+        with REQUESTS.samples(self.n_samples) if now else nullcontext(self.n_samples) as n_samples:
             parts = make_frame(self.model, self.text, n_samples, self.seed, hyper, self.window, weights=weights)
         return self._store(i, parts)
 
