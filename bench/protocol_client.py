@@ -39,6 +39,7 @@ from urllib.parse import parse_qs
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 MARKER = re.compile(r"view \d+ · text (?P<tag>[0-9a-f]{8}) · .*slider grid (?P<ready>\d+)/(?P<total>\d+)")
+SERVER_MS = re.compile(r"· server (?P<ms>\d+) ms")
 PAYLOAD = re.compile(rb"/app/static/live/[0-9a-f]{24}\.bin")
 ASSETS = re.compile(r'(?:src|href)="(\.?/?static/[^"]+)"')
 # Each student fetches on connections of its own, as its browser would (6 per host in chromium and
@@ -65,6 +66,7 @@ class Student:
         self.query = ""
         self.page = ""                             # the page's url path ("lessons"), "" for the default page
         self.marker = ""
+        self.release_log: list[dict] = []       # each release: when sent, its round trip, the run's time
         self.sliders: dict | None = None           # the sliders component's data (values, current)
         self.fetched: set[bytes] = set()
         self.bytes_in = 0
@@ -139,7 +141,10 @@ class Student:
         await self._send(fragment=self.fragment_of.get(wid, ""))
         want = f"{name}={value:.3g}"
         await self._until(lambda: want in self.marker, timeout)
-        return time.perf_counter() - t0
+        took = time.perf_counter() - t0
+        m = SERVER_MS.search(self.marker)       # the run's own time, which the footer states
+        self.release_log.append({"at": t0, "s": took, "server_s": int(m["ms"]) / 1000 if m else None})
+        return took
 
     def slider_values(self, name: str) -> tuple[list[float], float]:
         for s in (self.sliders or {}).get("sliders", []):
