@@ -1,8 +1,8 @@
 """The Streamlit app: a router. Pages live in `views/`; the explorer is the default.
 
 Run with `streamlit run app.py`. Streamlit reads this file twice: it imports it once as the server's
-ASGI app (`app` below: Streamlit's, with its own frontend's scripts served compressed from memory,
-`views.serving`), and runs it as `__main__` for every page a session shows.
+ASGI app (`app` below: Streamlit's, with its own frontend's scripts served compressed from memory
+and the charts' payloads gzipped once, `views.serving`), and runs it as `__main__` for every page a session shows.
 """
 
 import os
@@ -23,9 +23,9 @@ if __name__ != "__main__":
     # `streamlit run app.py` found `app` here and imported this file to serve it (uvicorn's "app:app").
     from starlette.middleware import Middleware
 
-    from views.serving import PrecompressedStatic
+    from views.serving import PrecompressedStatic, ServedPayloads
 
-    app = st.App(__file__, middleware=[Middleware(PrecompressedStatic)])
+    app = st.App(__file__, middleware=[Middleware(PrecompressedStatic), Middleware(ServedPayloads)])
 else:
     from bam_viz.live.priority import server_priority
     from views.join import LESSONS_PATH  # the join link and the route: one name

@@ -1,6 +1,7 @@
 """views.serving: Streamlit's frontend files, compressed once and sent from memory, byte for byte the
-files Streamlit would send; anything else (another path, a client without gzip, a path out of the
-folder) goes to Streamlit unchanged. And `streamlit run app.py` finds the app that serves them."""
+files Streamlit would send, and the explorer's chart payloads from the gzipped copies written when they
+are published; anything else (another path, a client without gzip, a path out of the folder) goes to
+Streamlit unchanged. And `streamlit run app.py` finds the app that serves them."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from views.serving import PrecompressedStatic
+from views.serving import PrecompressedStatic, ServedPayloads
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,7 +28,7 @@ def frontend(tmp_path):
     return tmp_path, script
 
 
-def _call(middleware, path, method="GET", headers=(("accept-encoding", "gzip, deflate, br"),)):
+def _call(middleware, path, method="GET", headers=(("accept-encoding", "gzip, deflate, br"),), cls=PrecompressedStatic):
     """(status, headers, body, whether the request went on to Streamlit) for one request."""
     sent, passed = [], []
 
@@ -42,7 +43,7 @@ def _call(middleware, path, method="GET", headers=(("accept-encoding", "gzip, de
     async def receive():
         return {"type": "http.request", "body": b""}
 
-    app = PrecompressedStatic(streamlit, **middleware)
+    app = cls(streamlit, **middleware)
     scope = {"type": "http", "method": method, "path": path,
              "headers": [(k.encode(), v.encode()) for k, v in headers]}
     asyncio.run(app(scope, receive, send))
@@ -141,7 +142,7 @@ def test_streamlit_run_finds_the_app_and_its_middleware():
     module = runpy.run_path(str(ROOT / "app.py"), run_name="app")             # as uvicorn imports it
     app = module["app"]
     assert Path(app._script_path).resolve() == ROOT / "app.py"
-    assert [m.cls for m in app._user_middleware] == [PrecompressedStatic]
+    assert [m.cls for m in app._user_middleware] == [PrecompressedStatic, ServedPayloads]
 
 
 def test_payload_files_are_pruned_only_once_no_page_may_still_fetch_them(tmp_path, monkeypatch):
@@ -166,5 +167,63 @@ def test_payload_files_are_pruned_only_once_no_page_may_still_fetch_them(tmp_pat
 
     url = components.publish(b"payload")
     assert url.endswith(".bin") and components.served_file(url).read_bytes() == b"payload"
+    assert gzip.decompress(components.packed(components.served_file(url)).read_bytes()) == b"payload"
     os.utime(components.served_file(url), (now - 30, now - 30))
     assert components.publish(b"payload") == url and components.served_file(url).stat().st_mtime > now - 5
+
+
+@pytest.fixture()
+def published(tmp_path, monkeypatch):
+    """A payload as the explorer publishes it (views/components.py), in a folder of the test's own."""
+    from views import components
+
+    monkeypatch.setattr(components, "STATIC", tmp_path)
+    payload = bytes(range(256)) * 64 + b"\x00" * 200_000                   # the frames not made: NaN, alike
+    url = components.publish(payload)
+    return tmp_path, payload, url, components
+
+
+@pytest.mark.parametrize("base", ["", "/class/"])
+def test_a_payload_is_sent_gzipped_in_one_piece(published, base):
+    folder, payload, url, _ = published
+    name = url.rsplit("/", 1)[-1]
+    mw = {"directory": folder, "base_url": base}
+    status, headers, body, passed = _call(mw, f"{base.rstrip('/')}/app/static/live/{name}", cls=ServedPayloads)
+    assert status == 200 and not passed
+    assert gzip.decompress(body) == payload and len(body) < len(payload) / 4
+    assert headers["content-encoding"] == "gzip" and headers["content-length"] == str(len(body))
+    assert headers["content-type"] == "application/octet-stream" and headers["x-content-type-options"] == "nosniff"
+    status, head, body, _ = _call(mw, f"{base.rstrip('/')}/app/static/live/{name}", method="HEAD", cls=ServedPayloads)
+    assert status == 200 and body == b"" and head["content-length"] == headers["content-length"]
+
+
+def test_a_pruned_payload_goes_with_its_gzipped_copy(published, monkeypatch):
+    import os
+    import time
+
+    folder, _, url, components = published
+    path = components.served_file(url)
+    os.utime(path, (time.time() - components.KEEP_S - 1,) * 2)
+    monkeypatch.setattr(components, "_pruned", [float("-inf")])
+    with components._lock:
+        components._prune()
+    assert list(folder.iterdir()) == []
+    status, _, _, passed = _call({"directory": folder, "base_url": ""}, "/app/static/live/" + path.name,
+                                 cls=ServedPayloads)
+    assert passed and status == 299                                          # Streamlit's 404
+
+
+@pytest.mark.parametrize("path, headers", [
+    ("NAME", ()),                                                            # no gzip: Streamlit's raw file
+    ("NAME", (("accept-encoding", "identity"),)),
+    ("0123456789abcdef01234567.bin", (("accept-encoding", "gzip"),)),        # never published
+    ("../../secret.bin", (("accept-encoding", "gzip"),)),
+    ("js/0123456789abcdef01234567.bin", (("accept-encoding", "gzip"),)),
+    ("NAME.gz", (("accept-encoding", "gzip"),)),
+    ("js/abc/live.js", (("accept-encoding", "gzip"),)),                     # the modules: Streamlit's
+])
+def test_anything_but_a_published_payload_goes_to_streamlit(published, path, headers):
+    folder, _, url, _ = published
+    path = "/app/static/live/" + path.replace("NAME", url.rsplit("/", 1)[-1])
+    status, _, body, passed = _call({"directory": folder, "base_url": ""}, path, headers=headers, cls=ServedPayloads)
+    assert passed and status == 299 and body == b"streamlit"

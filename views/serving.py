@@ -1,4 +1,4 @@
-"""Streamlit's own scripts, served compressed and from memory.
+"""Streamlit's own scripts, served compressed and from memory; the chart payloads, gzipped once.
 
 Every new page fetches Streamlit's frontend: 2.3 MB of scripts and styles before its websocket opens.
 Streamlit serves them uncompressed, in 64 KiB pieces, each read in a worker thread and written by the
@@ -10,6 +10,7 @@ its size), kept in memory, and written in one piece. Only what a client asks for
 whole frontend is 26 MB, its compressed scripts a quarter of that), and a client that does not accept
 gzip, or a path that is not a file of the frontend, goes to Streamlit as before. The caching headers
 are Streamlit's: the bundles' names carry their hash, so browsers may keep them for a year.
+`ServedPayloads` does the same for the explorer's chart payloads, from their gzipped copies on disk.
 """
 
 from __future__ import annotations
@@ -129,3 +130,45 @@ class PrecompressedStatic:
         await send({"type": "http.response.start", "status": status, "headers": entry.headers(status)})
         body = entry.body if status == 200 and scope["method"] == "GET" else b""
         await send({"type": "http.response.body", "body": body})
+
+
+class ServedPayloads:
+    """ASGI middleware: GET and HEAD of a chart payload (`<base>/app/static/live/<hash>.bin`, written by
+    `views.components.publish` with its gzipped copy beside it), sent gzipped in one piece.
+
+    Streamlit's static serving sent each payload (0.6-1 MB) in 64 KiB pieces, each read in a thread and
+    gzipped again on the event loop, per fetch: under a class, a sixth of the server's samples
+    (docs/performance.md, "A class of twenty"). Here a fetch costs one read in a thread and one write.
+    A client that does not accept gzip, or a name with no gzipped copy, goes to Streamlit as before."""
+
+    def __init__(self, app, directory: str | Path | None = None, base_url: str | None = None):
+        self.app = app
+        from views.components import PAYLOAD_NAME, STATIC
+
+        self.root, self.names = Path(directory or STATIC), PAYLOAD_NAME
+        if base_url is None:
+            from streamlit import config
+
+            base_url = config.get_option("server.baseUrlPath") or ""
+        base = base_url.strip("/")
+        self.prefix = f"/{base}/app/static/live/" if base else "/app/static/live/"
+
+    async def __call__(self, scope, receive, send):
+        if (scope["type"] == "http" and scope["method"] in ("GET", "HEAD")
+                and scope["path"].startswith(self.prefix) and _accepts_gzip(scope)):
+            name = scope["path"][len(self.prefix):]
+            body = await asyncio.to_thread(self._read, name) if self.names.fullmatch(name) else None
+            if body is not None:
+                headers = [(b"content-type", b"application/octet-stream"), (b"content-encoding", b"gzip"),
+                           (b"content-length", str(len(body)).encode()), (b"vary", b"Accept-Encoding"),
+                           (b"x-content-type-options", b"nosniff")]
+                await send({"type": "http.response.start", "status": 200, "headers": headers})
+                await send({"type": "http.response.body", "body": body if scope["method"] == "GET" else b""})
+                return
+        await self.app(scope, receive, send)
+
+    def _read(self, name: str) -> bytes | None:
+        try:
+            return (self.root / (name + ".gz")).read_bytes()
+        except OSError:                          # pruned, or never packed: Streamlit answers (404, or the raw file)
+            return None
