@@ -56,42 +56,18 @@ def test_nearest_first_covers_everything_once():
 def test_the_background_follows_the_slider(model, monkeypatch):
     """A release moves a grid's background around the new value, the way the slider moved first, and
     puts its turn next; a rerun at the same value (a poll) changes nothing."""
-    asked, ahead = [], []
+    asked = []
     monkeypatch.setattr(live.FRAMES, "add", lambda grid, order, first=False: asked.append((order, first)))
-    monkeypatch.setattr(live, "_AHEAD", type("Recorder", (), {"submit": lambda _, fn, i: ahead.append(i)})())
     g = live.LiveGrid(model, "Not bad at all, if a little long.", 2, 0)
     g.start(20)
     g.start(20)
     g.start(23)
     g.start(21)
     assert [first for _, first in asked] == [False, True, True]
-    assert ahead == [24]               # past each release the way it moved; 20 is made already
     (start, _), (right, _), (left, _) = asked
     assert start[:3] == [21, 19, 22] and 20 not in start
     assert right[:4] == [24, 22, 25, 21] and 23 not in right and 20 not in right     # moved right: right first
     assert left[:4] == [22, 19, 18, 24]                # moved left: 20 and 23 are made, 21 too
-
-
-def test_a_release_makes_the_next_value_the_way_it_moved(model, monkeypatch):
-    """The value past a release, in the direction it moved, is made as a request's frame without anyone
-    waiting for it (no background here): the student's next step finds it, equal to the frame made
-    there on demand; nothing is made past either end of the slider."""
-    monkeypatch.setattr(live.FRAMES, "add", lambda grid, order, first=False: None)
-    text = "Not bad at all, if a little long."
-    last = len(live.LiveGrid(model, text, 2, 0).values) - 1
-    for start, release, ahead in ((10, 11, 12), (30, 28, 27), (last - 1, last, None)):
-        g = live.LiveGrid(model, text, 2, 0)
-        g.start(start)
-        g.start(release)
-        deadline = time.monotonic() + 60
-        while ahead is not None and g.frames[ahead] is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        time.sleep(0.2)                                # nothing else comes
-        made = sorted(i for i, f in enumerate(g.frames) if f is not None)
-        assert made == sorted({start, release} | ({ahead} if ahead is not None else set()))
-        if ahead is not None:
-            fresh = live.LiveGrid(model, text, 2, 0)
-            assert np.array_equal(fresh.frame(ahead).stats, g.frames[ahead].stats, equal_nan=True)
 
 
 @pytest.mark.parametrize("index", [0, 17, -1])

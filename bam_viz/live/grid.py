@@ -26,10 +26,8 @@ again. `bam_viz.live.payloads` packs what the page's two chart components draw f
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 
 import numpy as np
@@ -65,10 +63,6 @@ PRIOR_PER_DECADE = 4            # the prior-only log slider: ~78% steps (33 valu
 LINEAR_POINTS = {"posterior": 61, "prior": 31}
 DENSITY_POINTS = 160
 IDLE_S = 15.0                   # a grid nobody asked about for this long stops making frames (> POLL_MAX_S)
-# A release's next value in the direction it moved is made as a request's frame, not waited for
-# (`LiveGrid.start`): these threads only wait for the worker's answer.
-_AHEAD = ThreadPoolExecutor(max_workers=16, thread_name_prefix="bam-viz-ahead")
-log = logging.getLogger(__name__)
 
 
 def slider_values(spec, trained: float | None, side: str = "posterior") -> list[float]:
@@ -281,8 +275,7 @@ class LiveGrid:
     def start(self, current: int) -> None:
         """Make frame `current` now, then the rest in the background, nearest first. The background
         follows the slider: when `current` moved since the last call (a release), the frames still to
-        make are ordered again around it, the side it moved to first, and this grid's turn comes next;
-        the value past it on that side is made at once as a request's frame (`_ahead`)."""
+        make are ordered again around it, the side it moved to first, and this grid's turn comes next."""
         self.touched = time.monotonic()
         self.frame(current)
         with self._lock:
@@ -295,23 +288,6 @@ class LiveGrid:
             with self._lock:
                 self.started = True
             FRAMES.add(self, self._todo(current, step), first=True)
-            self._ahead(current + (1 if step > 0 else -1))
-
-    def _ahead(self, i: int) -> None:
-        """Make frame i as a request's frame (first in the worker, a preview under load) without waiting
-        for it: the value past a release in the direction it moved. A student stepping a slider finds
-        it made, or being made, when they get there, where the background frames, which yield to every
-        request's, reach it too late under a class (docs/performance.md, "A class of twenty"). A
-        release the other way costs one frame; a release that lands on it makes none."""
-        if not 0 <= i < len(self.frames) or self.frames[i] is not None or i in self._asked:
-            return
-        _AHEAD.submit(self._ahead_frame, i)
-
-    def _ahead_frame(self, i: int) -> None:
-        try:
-            self.frame(i)
-        except Exception:                        # the release that lands there makes it again, and says why
-            log.exception("bam-viz: the frame ahead of a release failed")
 
     def _todo(self, around: int, step: int = 1) -> list[int]:
         return [i for i in nearest_first(len(self.values), around, step) if not self.final(i)]
