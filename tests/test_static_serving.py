@@ -167,7 +167,6 @@ def test_payload_files_are_pruned_only_once_no_page_may_still_fetch_them(tmp_pat
 
     url = components.publish(b"payload")
     assert url.endswith(".bin") and components.served_file(url).read_bytes() == b"payload"
-    assert gzip.decompress(components.packed(components.served_file(url)).read_bytes()) == b"payload"
     os.utime(components.served_file(url), (now - 30, now - 30))
     assert components.publish(b"payload") == url and components.served_file(url).stat().st_mtime > now - 5
 
@@ -197,12 +196,24 @@ def test_a_payload_is_sent_gzipped_in_one_piece(published, base):
     assert status == 200 and body == b"" and head["content-length"] == headers["content-length"]
 
 
+def test_a_payload_is_gzipped_at_its_first_fetch_once_not_when_published(published, monkeypatch):
+    folder, payload, url, components = published
+    path = components.served_file(url)
+    assert not components.packed(path).exists()                              # the run that published it: no gzip
+    name = "/app/static/live/" + path.name
+    first = _call({"directory": folder, "base_url": ""}, name, cls=ServedPayloads)[2]
+    assert gzip.decompress(components.packed(path).read_bytes()) == payload
+    monkeypatch.setattr(components.gzip, "compress", lambda *a, **k: pytest.fail("compressed again"))
+    assert _call({"directory": folder, "base_url": ""}, name, cls=ServedPayloads)[2] == first
+
+
 def test_a_pruned_payload_goes_with_its_gzipped_copy(published, monkeypatch):
     import os
     import time
 
     folder, _, url, components = published
     path = components.served_file(url)
+    components.packed_bytes(path)
     os.utime(path, (time.time() - components.KEEP_S - 1,) * 2)
     monkeypatch.setattr(components, "_pruned", [float("-inf")])
     with components._lock:

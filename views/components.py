@@ -113,29 +113,42 @@ def charts_by_url(payload: bytes, key: str, meta: dict) -> None:
 
 
 def publish(payload: bytes) -> str:
-    """Write `payload` under static/live/ by its hash (once), and beside it gzipped (`packed`), and return
-    the URL it is served at."""
+    """Write `payload` under static/live/ by its hash (once) and return the URL it is served at."""
     name = hashlib.sha256(payload).hexdigest()[:24] + ".bin"       # PAYLOAD_NAME
     path = STATIC / name
     with _lock:
         STATIC.mkdir(parents=True, exist_ok=True)
         if not path.exists():
-            # The gzipped copy first: a page sent the URL finds both. A payload is a quarter of its size
-            # gzipped (the frames not made yet are NaN); compressed once here, not per fetch on the
-            # server's event loop (views/serving.py, `ServedPayloads`).
-            for target, body in ((packed(path), gzip.compress(payload, PAYLOAD_GZIP_LEVEL, mtime=0)), (path, payload)):
-                tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-                tmp.write_bytes(body)
-                tmp.replace(target)                       # never half a file at the URL
+            _write(path, payload)
             _prune()
         else:
             path.touch()
     return _served(name)
 
 
+def _write(path: Path, body: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_bytes(body)
+    tmp.replace(path)                                     # never half a file at the URL
+
+
 def packed(path: Path) -> Path:
     """The gzipped copy of a published payload."""
     return path.with_name(path.name + ".gz")
+
+
+def packed_bytes(path: Path) -> bytes:
+    """The published payload at `path` gzipped: its copy on disk, written at the first call (a payload's
+    first fetch, in a thread of `views.serving.ServedPayloads`: never in the run that published it).
+    A payload is a sixth of its size gzipped (the frames not made yet are NaN). OSError: not published,
+    or pruned."""
+    gz = packed(path)
+    try:
+        return gz.read_bytes()
+    except FileNotFoundError:
+        body = gzip.compress(path.read_bytes(), PAYLOAD_GZIP_LEVEL, mtime=0)
+        _write(gz, body)                                  # two first fetches at once: equal bytes, either wins
+        return body
 
 
 def _served(name: str) -> str:

@@ -134,18 +134,19 @@ class PrecompressedStatic:
 
 class ServedPayloads:
     """ASGI middleware: GET and HEAD of a chart payload (`<base>/app/static/live/<hash>.bin`, written by
-    `views.components.publish` with its gzipped copy beside it), sent gzipped in one piece.
+    `views.components.publish`), sent gzipped in one piece.
 
     Streamlit's static serving sent each payload (0.6-1 MB) in 64 KiB pieces, each read in a thread and
     gzipped again on the event loop, per fetch: under a class, a sixth of the server's samples
-    (docs/performance.md, "A class of twenty"). Here a fetch costs one read in a thread and one write.
-    A client that does not accept gzip, or a name with no gzipped copy, goes to Streamlit as before."""
+    (docs/performance.md, "A class of twenty"). Here a fetch costs one read in a thread (and at the
+    payload's first fetch its compression, `components.packed_bytes`, kept beside it) and one write. A
+    client that does not accept gzip, or a name never published, goes to Streamlit as before."""
 
     def __init__(self, app, directory: str | Path | None = None, base_url: str | None = None):
         self.app = app
-        from views.components import PAYLOAD_NAME, STATIC
+        from views.components import PAYLOAD_NAME, STATIC, packed_bytes
 
-        self.root, self.names = Path(directory or STATIC), PAYLOAD_NAME
+        self.root, self.names, self.packed = Path(directory or STATIC), PAYLOAD_NAME, packed_bytes
         if base_url is None:
             from streamlit import config
 
@@ -169,6 +170,6 @@ class ServedPayloads:
 
     def _read(self, name: str) -> bytes | None:
         try:
-            return (self.root / (name + ".gz")).read_bytes()
-        except OSError:                          # pruned, or never packed: Streamlit answers (404, or the raw file)
+            return self.packed(self.root / name)
+        except OSError:                          # never published, or pruned: Streamlit's 404
             return None
