@@ -23,9 +23,11 @@ if __name__ != "__main__":
     # `streamlit run app.py` found `app` here and imported this file to serve it (uvicorn's "app:app").
     from starlette.middleware import Middleware
 
+    from views.live_route import LiveRoute
     from views.serving import PrecompressedStatic, ServedPayloads
 
-    app = st.App(__file__, middleware=[Middleware(PrecompressedStatic), Middleware(ServedPayloads)])
+    app = st.App(__file__, middleware=[Middleware(PrecompressedStatic), Middleware(ServedPayloads),
+                                       Middleware(LiveRoute)])
 else:
     from bam_viz.live.priority import server_priority
     from views.join import LESSONS_PATH  # the join link and the route: one name

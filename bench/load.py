@@ -13,7 +13,8 @@ context of its own (its own Streamlit session):
            seconds apart in all.
 Per session: the page load (to its first charts painted; a failure after 60 s), the new sentence (to
 its first charts), each press, and the settle (after the last press, until the server's footer shows
-this session's sentence and its last slider value: the release's round trip). Cross-talk: each
+this session's sentence and its last slider value: the values back in Session State, which the page
+sends `views.live_route.HYPER_SEND_MS` after the last release). Cross-talk: each
 session must end with its own sentence's fingerprint in the footer the server wrote for it, its own
 sentence in its URL, and the shape_k it moved to.
 
@@ -42,7 +43,9 @@ stagger) and the others are `protocol_client.Student`s: students whose browsers 
 their own, as in a classroom. A student asks of the server everything the page asks (the page and
 its scripts, the runs, the polls, the chart payloads, the new sentence, a release after each of its
 `--presses` slider moves) without a browser's CPU on this machine. Their round trips (page to first
-charts, new sentence, release to the footer) are reported beside one student alone, in the same run.
+charts, new sentence, release to the last byte of the payloads the live route's answer names) are
+reported beside one student alone, in the same run, and the releases by when in the class they came
+(`releases_by_time`).
 """
 
 from __future__ import annotations
@@ -219,8 +222,8 @@ async def session(browser, base: str, j: int, presses: int, delay: float, timeou
 
 async def student(base: str, j: int, presses: int, delay: float, timeout_s: float) -> dict:
     """One student whose browser is elsewhere (`protocol_client.Student`): the same steps as
-    `session`, timed at the server's footer; each press is its release (a press alone never
-    reaches the server)."""
+    `session`; each press is its release (a press alone never reaches the server), answered by the
+    live route, and the values reach the footer once the slider rests."""
     rng = random.Random(j)
     await asyncio.sleep(delay)
     rec: dict = {"session": j, "text": LESSON.get("text") or sentence(j), "releases_s": [], "browser": False}
@@ -244,6 +247,8 @@ async def student(base: str, j: int, presses: int, delay: float, timeout_s: floa
             await asyncio.sleep(rng.uniform(*PAUSES_S))
             i = min(i + 1, len(values) - 1)
             rec["releases_s"].append(round(await s.release("shape_k", values[i], timeout_s), 4))
+        if rec["releases_s"]:
+            await s.settle("shape_k", values[i], timeout_s)      # the values sent once the slider rests
         rec.update(s.own(rec["text"]))
         rec["grid_ready"], rec["polls"], rec["bytes_in"] = list(s.grid()), s.polls, s.bytes_in
         rec["releases_at_s"] = [round(r["at"] - CLASS_START[0], 3) for r in s.release_log]

@@ -6,12 +6,17 @@ student asks of the server exactly what the explorer's page asks of it, in the s
   page      GET the page and the scripts and styles it names, open the websocket (`/_stcore/stream`),
             ask for a run with the URL's query string;
   polls     while the summary's payload header asks for one (`poll.ms` > 0: the slider grid's frames
-            are being made), its "poll" state after that many ms, a rerun of its fragment, as the
-            page's summary view does (views/live/view.js, `poll`);
+            are being made), after that many ms, the live route (`views.live_route`: the header's
+            `route`) with the sliders' values, and the payloads its answer names, as the page's summary
+            view does (views/live/view.js, `poll`); without a route, its "poll" state, a rerun of its
+            fragment;
   payloads  GET every chart payload a run names (`/app/static/live/<hash>.bin`), once each, as the
             page's component does;
   sentence  the text area's new value (Ctrl+Enter), a full run;
-  release   the sliders component's `hyper` state after a slider's release, a rerun of its fragment.
+  release   the live route with the sliders' new values and the payloads its answer names, timed to
+            the last byte of them; the sliders component's `hyper` state (a rerun of its fragment)
+            `HYPER_SEND_MS` after the last release, as the page sends it (views/live/sliders.js); without
+            a route, that state at once, timed to the footer.
 
 and it times each against the footer the server writes (`views.explorer.render_marker`: the
 sentence's fingerprint, the slider values, the grid's progress). What it leaves out is the
@@ -23,6 +28,7 @@ of its own to time, only their releases.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import hashlib
 import json
 import re
@@ -32,11 +38,12 @@ import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlencode
 
 # The reader parses the chart payloads' headers with bam_viz's own reader (`live.wire.header_of`):
 # the repository's root on the path, however the benchmark was started (`python bench/load.py`).
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
+from views.live_route import HYPER_SEND_MS  # noqa: E402
 
 MARKER = re.compile(r"view \d+ · text (?P<tag>[0-9a-f]{8}) · .*slider grid (?P<ready>\d+)/(?P<total>\d+)")
 SERVER_MS = re.compile(r"· server (?P<ms>\d+) ms")
@@ -63,6 +70,10 @@ class Student:
         self.fragment_of: dict[str, str] = {}      # widget id -> its fragment's id
         self.states: dict[str, object] = {}        # widget id -> the value this "browser" holds
         self._poll: asyncio.TimerHandle | None = None   # the summary's poll, armed by its latest payload
+        self.route: str | None = None              # the live route the summary's header names
+        self._hyper: dict[str, float] | None = None    # the sliders' values this "browser" holds
+        self._send_later: asyncio.TimerHandle | None = None   # their send to Session State, once they rest
+        self._summaries: dict[str, dict] = {}      # a fetched summary payload's URL -> its header
         self.query = ""
         self.page = ""                             # the page's url path ("lessons"), "" for the default page
         self.marker = ""
@@ -113,7 +124,17 @@ class Student:
         self.bytes_in += len(body)
         return body
 
+    def _get_payload(self, path: str) -> bytes:
+        """A payload the page fetches, unzipped when it came gzipped (`views.serving.ServedPayloads`)."""
+        req = urllib.request.Request(self.base + path, headers={"Accept-Encoding": "gzip"})
+        with urllib.request.urlopen(req, timeout=120) as r:
+            body, packed = r.read(), r.headers.get("Content-Encoding") == "gzip"
+        self.bytes_in += len(body)
+        return gzip.decompress(body) if packed else body
+
     async def close(self) -> None:
+        if self._send_later is not None:
+            self._send_later.cancel()
         if self._poll is not None:
             self._poll.cancel()
         for t in self._tasks:
@@ -131,13 +152,26 @@ class Student:
         return time.perf_counter() - t0
 
     async def release(self, name: str, value: float, timeout: float) -> float:
-        """The sliders component's state after a release: every slider's value, `name` moved."""
+        """A slider's release: `name` moved to `value`, every other slider where it is. Answered by the
+        live route when the page has one (timed to the last byte of the payloads its answer names;
+        the values go to Session State once the sliders rest), else by a run (timed to the footer)."""
         sliders = self.sliders or {}
         hyper = {s["name"]: float(s["current"]) for s in sliders.get("sliders", [])}
+        hyper.update(self._hyper or {})
         hyper[name] = float(value)
+        self._hyper = hyper
         wid = self.widgets["live_sliders"]
-        self.states[wid] = ("json_value", json.dumps({"hyper": hyper}))
         t0 = time.perf_counter()
+        if self.route:
+            if self._send_later is not None:
+                self._send_later.cancel()
+            await asyncio.wait_for(self._ask_route(), timeout)
+            took = time.perf_counter() - t0
+            self._send_later = asyncio.get_running_loop().call_later(
+                HYPER_SEND_MS / 1000, lambda: asyncio.ensure_future(self._send_hyper(wid)))
+            self.release_log.append({"at": t0, "s": took, "server_s": None})
+            return took
+        self.states[wid] = ("json_value", json.dumps({"hyper": hyper}))
         await self._send(fragment=self.fragment_of.get(wid, ""))
         want = f"{name}={value:.3g}"
         await self._until(lambda: want in self.marker, timeout)
@@ -145,6 +179,30 @@ class Student:
         m = SERVER_MS.search(self.marker)       # the run's own time, which the footer states
         self.release_log.append({"at": t0, "s": took, "server_s": int(m["ms"]) / 1000 if m else None})
         return took
+
+    async def settle(self, name: str, value: float, timeout: float) -> None:
+        """Until the server's footer shows `name` at `value`: the values sent to Session State."""
+        want = f"{name}={value:.3g}"
+        await self._until(lambda: want in self.marker, timeout)
+
+    async def _ask_route(self) -> None:
+        """The live route at the sliders' values, then the payloads its answer names, each fetched once
+        (as the page's views do), the summary's header arming the next poll."""
+        answer = json.loads(await self._fetch(self._get, self.route + "&" + urlencode(self._hyper or {})))
+        url = answer["summary"]
+        if url not in self._summaries:
+            self._summaries[url] = self._header(await self._fetch(self._get_payload, url))
+        inside = answer.get("inside")
+        if inside and inside.encode() not in self.fetched:
+            self.fetched.add(inside.encode())
+            await self._fetch(self._get_payload, inside)
+        self._arm(self._summaries[url], self.widgets.get("live_summary", ""))
+        self._changed.set()
+
+    async def _send_hyper(self, wid: str) -> None:
+        self._send_later = None
+        self.states[wid] = ("json_value", json.dumps({"hyper": self._hyper}))
+        await self._send(fragment=self.fragment_of.get(wid, ""))
 
     def slider_values(self, name: str) -> tuple[list[float], float]:
         for s in (self.sliders or {}).get("sliders", []):
@@ -204,17 +262,26 @@ class Student:
         """Whether the page's latest summary asked for a poll that has not been sent yet."""
         return self._poll is not None
 
-    def _arm_poll(self, wid: str, data: bytes) -> None:
-        """The summary's payload `data` arrived: poll after its header's `poll.ms`, if any (the one
-        timer set again by every payload, as the page's)."""
-        if self._poll is not None:
-            self._poll.cancel()
-            self._poll = None
+    @staticmethod
+    def _header(data: bytes) -> dict:
         from bam_viz.live.wire import header_of
 
         try:
-            ms = float((header_of(data)[0].get("poll") or {}).get("ms") or 0)
+            return header_of(data)[0]
         except (ValueError, AttributeError, struct.error):
+            return {}
+
+    def _arm(self, header: dict, wid: str) -> None:
+        """A summary payload arrived (a run's or the route's): its route, and a poll after its header's
+        `poll.ms`, if any (the one timer set again by every payload, as the page's)."""
+        if self._poll is not None:
+            self._poll.cancel()
+            self._poll = None
+        if isinstance(header.get("route"), str):
+            self.route = header["route"]
+        try:
+            ms = float((header.get("poll") or {}).get("ms") or 0)
+        except (ValueError, AttributeError):
             return
         if ms > 0:
             self._poll = asyncio.get_running_loop().call_later(
@@ -223,6 +290,12 @@ class Student:
     async def _send_poll(self, wid: str) -> None:
         self._poll = None
         self.polls += 1
+        if self.route:
+            try:
+                await self._ask_route()
+                return
+            except Exception:                       # the page asks for a run when the route fails
+                pass
         self.states[wid] = ("json_value", json.dumps({"poll": self.polls}))
         await self._send(fragment=self.fragment_of.get(wid, ""))
 
@@ -255,7 +328,7 @@ class Student:
             if wid.endswith("-live_sliders") and sub.json:
                 self.sliders = json.loads(sub.json)
             if wid.endswith("-live_summary") and sub.WhichOneof("data") == "bytes":
-                self._arm_poll(wid, sub.bytes)
+                self._arm(self._header(sub.bytes), wid)
             for url in set(PAYLOAD.findall(sub.SerializeToString())):
                 if url not in self.fetched:
                     self.fetched.add(url)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from views.live_route import LiveRoute
 from views.serving import PrecompressedStatic, ServedPayloads
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -142,7 +143,7 @@ def test_streamlit_run_finds_the_app_and_its_middleware():
     module = runpy.run_path(str(ROOT / "app.py"), run_name="app")             # as uvicorn imports it
     app = module["app"]
     assert Path(app._script_path).resolve() == ROOT / "app.py"
-    assert [m.cls for m in app._user_middleware] == [PrecompressedStatic, ServedPayloads]
+    assert [m.cls for m in app._user_middleware] == [PrecompressedStatic, ServedPayloads, LiveRoute]
 
 
 def test_payload_files_are_pruned_only_once_no_page_may_still_fetch_them(tmp_path, monkeypatch):

@@ -3,7 +3,9 @@ mounted three times, whose JavaScript (the ES modules in `views/live/`, entry po
 draws on canvases.
 
   sliders   the attention hyperparameter sliders (sidebar): a move repaints the charts in the
-            browser; releasing it sends the values back (Session State, then the URL).
+            browser; a release asks the live route for the charts at the new values
+            (`views.live_route`) and sends the values back once the sliders rest (Session State,
+            then the URL).
   summary   headline estimates with their errors, the sweep, the prediction (`bam_viz.live.grid.summary_payload`)
   inside    prior vs posterior, density, maps, layer x head grids (`bam_viz.live.grid.inside_payload`)
 
@@ -11,8 +13,8 @@ Every value of the sliders is in the bytes sent, so a slider move never waits fo
 The summary's bytes (~12 kB) go in the element itself. The inside payload (~1 MB at 24 tokens)
 goes to a file that Streamlit's static serving hands out (`server.enableStaticServing`), named by
 its hash, and the element holds its URL and the few things a rerun changes (captions, colour
-mode): the rerun after a slider's release then sends kilobytes, and the page fetches the arrays
-only when they change. The files are kept for KEEP_S after their last use, at most KEEP_FILES of
+mode): a rerun that moves no more than the sliders then sends kilobytes, and the page fetches the
+arrays only when they change. The files are kept for KEEP_S after their last use, at most KEEP_FILES of
 them once they are FRESH_S old: a class of twenty publishes hundreds in a minute, and a file pruned
 before the page that was sent its URL fetched it had left that page on its last payload.
 
@@ -95,7 +97,8 @@ def sliders(data: dict, on_change) -> None:
 
 def charts(payload: bytes, key: str, polls: bool = False) -> None:
     """Mount a chart instance with its payload in the element. `polls`: the page may send a "poll"
-    state while the payload's header asks for one (`poll.ms`), which reruns the fragment it is in."""
+    state while the payload's header asks for one (`poll.ms`) and the live route cannot answer it,
+    which reruns the fragment it is in."""
     if polls:
         _component()(data=payload, key=key, on_poll_change=_polled)
     else:
@@ -153,10 +156,15 @@ def packed_bytes(path: Path) -> bytes:
 
 def _served(name: str) -> str:
     """The URL of static/live/`name` (Streamlit's static serving, under the server's base path)."""
+    return app_path(f"app/static/live/{name}")
+
+
+def app_path(path: str) -> str:
+    """`path` under the server's base path (`server.baseUrlPath`)."""
     from streamlit import config
 
     base = (config.get_option("server.baseUrlPath") or "").strip("/")
-    return f"/{base + '/' if base else ''}app/static/live/{name}"
+    return f"/{base + '/' if base else ''}{path}"
 
 
 def _prune() -> None:

@@ -28,7 +28,7 @@ from bam_viz.plots.style import TOKEN_WINDOW
 from bam_viz.plots.tokens import token_window, window_around, window_label, window_starts
 from bam_viz.plots.wording import Facts, count
 from bam_viz.zoo import missing_user_folders
-from views import components, state, why_view
+from views import components, live_route, state, why_view
 from views.text import md_escape, token_option
 
 ss = st.session_state
@@ -147,7 +147,8 @@ def sync_hyper_to_model(model) -> None:
 
 def hyper_controls(model) -> None:
     """The attention hyperparameter sliders: in the browser (views/components.py). A move repaints the
-    charts there; on release the values come back here (`_hyper_sent`) and go to the URL."""
+    charts there, a release asks the live route for the charts at the new values, and the values come
+    back here once the sliders rest (`_hyper_sent`, `live_route.HYPER_SEND_MS`) and go to the URL."""
     sliders = []
     for spec in model.slider_specs:
         trained = model.trained_hyper.get(spec.name)
@@ -162,7 +163,8 @@ def hyper_controls(model) -> None:
     if sliders:
         st.markdown("**Attention hyperparameters**")
     components.sliders({"kind": "sliders", "epoch": ss.get("_slider_epoch", 0), "sliders": sliders,
-                        "presentation": bool(ss.get("presentation")), "note": note}, on_change=_hyper_sent)
+                        "presentation": bool(ss.get("presentation")), "note": note,
+                        "send_ms": live_route.HYPER_SEND_MS}, on_change=_hyper_sent)
 
 
 def _hyper_sent() -> None:
@@ -245,18 +247,25 @@ def _indices(grid, hyper: dict) -> tuple[int, int]:
     return post, prior
 
 
-def summary_panel(grid, result, hyper: dict) -> None:
+def summary_bytes(grid, result, post: int, prior: int, presentation: bool, run: int, route: str | None) -> bytes:
+    """The summary's payload at (post, prior), its captions written for them: for a run of the page
+    and for the live route's answer (`views.live_route`), which a release and a poll ask instead of
+    a run once the page knows the route (`route`, its URL)."""
+    # While the grid is being made, the page asks for new frames after `ms` (its poll), from the load
+    # now (`FrameScheduler.poll_interval`); `run` makes every answer's bytes new, so that the page sets
+    # its timer again.
+    poll = {"ms": 0 if grid.complete else round(1000 * live.FRAMES.poll_interval()), "run": run}
+    extra = {"captions": summary_captions(result, grid), "captions_at": [post, prior],
+             "presentation": presentation, "poll": poll, "route": route}
+    return live.summary_payload(grid, post, extra, target=result.target)
+
+
+def summary_panel(grid, result, hyper: dict, route: str | None) -> None:
     """Headline estimates with their errors, the sweep over the posterior slider, the prediction,
     for the class `result.target`."""
     post, prior = _indices(grid, hyper)
-    # While the grid is being made, the page asks for this fragment again after `ms` (its poll: the
-    # new frames), from this run's load (`FrameScheduler.poll_interval`); `run` makes every run's
-    # bytes new, so that the page sets its timer again.
-    poll = {"ms": 0 if grid.complete else round(1000 * live.FRAMES.poll_interval()), "run": ss.get("_runs", 0)}
-    extra = {"captions": summary_captions(result, grid), "captions_at": [post, prior],
-             "presentation": bool(ss.get("presentation")), "poll": poll}
-    components.charts(live.summary_payload(grid, post, extra, target=result.target), components.SUMMARY_KEY,
-                      polls=True)
+    payload = summary_bytes(grid, result, post, prior, bool(ss.get("presentation")), ss.get("_runs", 0), route)
+    components.charts(payload, components.SUMMARY_KEY, polls=True)
 
 
 def picture_controls(result, model) -> tuple[int, int, int, int, bool]:
@@ -337,19 +346,30 @@ def inspection(view: state.View, model, hyper: dict) -> None:
         grid = view._replace(window=tuple(shown)).grid(model)
         grid.start(post)
         result = live.FrameResult(grid, post, prior, view.target)
+    live_route.inside(ss.get(live_route.TOKEN_KEY), view._replace(window=tuple(grid.window)),
+                      (layer, head, query, key, bool(relative)))
+    payload, meta = inside_parts(model, grid, result, (layer, head, query, key, relative), bool(ss.get("presentation")))
+    components.charts_by_url(payload, components.INSIDE_KEY, meta)
+    st.divider()
+    downloads(view, model, result, layer, head)   # here, so that they follow the selected layer and head
+
+
+def inside_parts(model, grid, result, selection: tuple, presentation: bool) -> tuple[bytes, dict]:
+    """The inside panel's payload for the selected (layer, head, query, key, relative colours) and what
+    goes beside it (`meta`: captions, the values they are written for), at the result's (post, prior):
+    for a run of the page and for the live route's answer (`views.live_route`)."""
+    layer, head, query, key, relative = selection
+    post, prior = result.index, result.prior_index
     facts = Facts.of(result)
     density_message = facts.no_density(layer)
     if density_message is None and (layer not in grid.scored or not model.attention_family.has_density):
         density_message = "This layer has no continuous density: its samples are shown in the bars and maps."
     extra = {"density_message": density_message, "kl_message": facts.no_prior(),
              "density_label": f"log10 {model.attention_family.density_variable}"}
-    meta = {"captions": inside_captions(result, layer, head, query, key, relative, shown),
-            "captions_at": [post, prior], "current": [post, prior], "presentation": bool(ss.get("presentation")),
+    meta = {"captions": inside_captions(result, layer, head, query, key, relative, grid.window),
+            "captions_at": [post, prior], "current": [post, prior], "presentation": presentation,
             "relative": bool(relative)}
-    payload = state.inside_bytes(grid, post, prior, layer, head, query, key, extra)
-    components.charts_by_url(payload, components.INSIDE_KEY, meta)
-    st.divider()
-    downloads(view, model, result, layer, head)   # here, so that they follow the selected layer and head
+    return state.inside_bytes(grid, post, prior, layer, head, query, key, extra), meta
 
 
 def downloads(view: state.View, model, result, layer: int, head: int) -> None:
@@ -426,9 +446,10 @@ def main() -> None:
 @state.foreground
 def live_view(model, name: str) -> None:
     """The sliders and everything they change, a fragment. The browser moves the sliders and redraws
-    the charts by itself; this reruns when a slider is released (for the URL and the captions), when
-    n_samples or the seed changes, and when the page polls while the sentence's slider grid is being made
-    (`summary_panel`). A new sentence or model reruns the whole page, and this with it."""
+    the charts by itself, and the live route (`views.live_route`, registered here) answers a release
+    and a poll for new frames without a run; this reruns when the sliders' values come back once they
+    rest (for the URL and the sections below), when n_samples or the seed changes, and when the page
+    polls without a route. A new sentence or model reruns the whole page, and this with it."""
     started = time.perf_counter()
     with st.sidebar:
         hyper_controls(model)
@@ -468,7 +489,8 @@ def live_view(model, name: str) -> None:
         return
     for note in result.notes:
         (st.warning if note.warning else st.info)(note)
-    summary_panel(grid, result, hyper)
+    route = live_route.summary(ss, model, view, bool(ss.get("presentation")))
+    summary_panel(grid, result, hyper, route)
     inspection(view, model, hyper)
     with st.container(key=state.WHY_PANEL_KEY):
         why_view.why_section(view, model)

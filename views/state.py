@@ -198,6 +198,11 @@ def get_grid(model, name: str, text: str, n_samples: int, seed: int, window: tup
     return hit
 
 
+def find_grid(view):
+    """`view`'s grid if the cache still holds it, else None (never made here: `views.live_route`)."""
+    return CACHE.get("app.grid", (view.name, view.text, view.n_samples, view.seed, view.window, view.others))
+
+
 class View(NamedTuple):
     """What a run shows, as a key: its result and grid are found in the shared cache (and made again
     if they were evicted). Held by what a session keeps between runs (a fragment's arguments, a

@@ -3,8 +3,9 @@
 //
 // One module graph, mounted three times (Streamlit custom component v2): "sliders" (sidebar),
 // "summary" and "inside" (main area). The server sends every slider value's result once; a slider
-// move repaints the chart views synchronously (view.js has the bus), and a release sends the values
-// back to the server (Session State) after a debounce. views/components.py serves these modules and
+// move repaints the chart views synchronously (view.js has the bus); a release asks the server's live
+// route for the charts at the new values (route.js), and the values go back to the server (Session
+// State) once the sliders rest (sliders.js). views/components.py serves these modules and
 // has Streamlit import this one, whose default export it calls again with the same parentElement
 // whenever the data change.
 //
@@ -18,6 +19,7 @@
 //   style.js    the colours, ranges and rules a payload's header brings (bam_viz.live.grid.page_style)
 //   payload.js  the wire format (bam_viz/live/wire.py)
 //   latest.js   which served payload a chart view draws, and its fetch tried again when it fails
+//   route.js    a release or a poll answered by the server's live route, without a run of the page
 //   indices.js  indices on a slider's grid of values
 //   format.js   numbers and tokens as text
 // The pure modules (format, payload, latest, indices, scale, style) and classes.js's rule have unit tests in tests/js/.
@@ -69,6 +71,7 @@ export default function (args) {
     parentElement.__bamvizView = view;
     BUS.mounts[kind] = (BUS.mounts[kind] || 0) + 1;
   }
+  BUS.views[kind] = view;                    // the live route's answer goes to the views mounted (view.js)
   view.attach(host);
   view.args = args;                          // the latest call's: its setStateValue is the live element's
   view.calls = (view.calls || 0) + 1;
@@ -102,6 +105,7 @@ if (!BUS.adopted) BUS.adopted = {};          // parked views taken up again, by 
 
 function park(view) {
   if (view.poll) view.poll(null);            // an unmounted panel does not poll
+  if (BUS.views[view.kind] === view) delete BUS.views[view.kind];
   const old = PARKED.get(view.kind);
   if (old && old.view !== view) { clearTimeout(old.timer); old.view.destroy(); }
   view.root.remove();

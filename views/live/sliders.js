@@ -1,10 +1,14 @@
 // The sliders view (sidebar): one range input per attention hyperparameter, on the grid of values
 // the server sends. A move sets the bus's value and repaints the charts at once (synchronously, in
-// "bamviz:change"); a release sends the values back to the server (Session State) after a debounce.
+// "bamviz:change"); a release asks the server's live route for the charts at the new values after a
+// debounce (view.js, `askRoute`), and sends the values to Session State (the URL, the sections below
+// the charts) once the sliders rest, the data's `send_ms` after the last release (views/live_route.py,
+// HYPER_SEND_MS): one run of the page for a student's run of presses, not one each. Without a route,
+// or when it fails, the values go at once.
 import { el, setText, show } from "./dom.js";
 import { clamp, finite, fmtG } from "./format.js";
 import { nearestIndex } from "./indices.js";
-import { BUS, CHANGE, View } from "./view.js";
+import { askRoute, BUS, CHANGE, View } from "./view.js";
 
 const DEBOUNCE_MS = 400;
 
@@ -20,6 +24,7 @@ export class SlidersView extends View {
 
   update(data, args) {
     this.args = args;
+    this.sendMs = Math.max(0, Number(data.send_ms) || 0);
     this.setPresentation(!!data.presentation);
     const sliders = (Array.isArray(data.sliders) ? data.sliders : []).filter(
       (s) => s && typeof s.name === "string" && Array.isArray(s.values) && s.values.length);
@@ -132,21 +137,31 @@ export class SlidersView extends View {
 
   scheduleSend() {
     clearTimeout(this.timer);
+    clearTimeout(this.hyperTimer);
     this.timer = setTimeout(() => {
       this.timer = null;
-      const hyper = {};
-      for (const s of this.sliders || []) {
-        const v = BUS.values[s.name];
-        hyper[s.name] = finite(v) ? v : s.current;
-      }
-      try { this.args.setStateValue("hyper", hyper); } catch (err) { console.warn("bamviz: could not send", err); }
+      const asked = askRoute();
+      if (!asked) { this.sendHyper(); return; }
+      asked.catch(() => { clearTimeout(this.hyperTimer); this.sendHyper(); });
+      this.hyperTimer = setTimeout(() => this.sendHyper(), this.sendMs);
     }, DEBOUNCE_MS);
+  }
+
+  sendHyper() {
+    this.hyperTimer = null;
+    const hyper = {};
+    for (const s of this.sliders || []) {
+      const v = BUS.values[s.name];
+      hyper[s.name] = finite(v) ? v : s.current;
+    }
+    try { this.args.setStateValue("hyper", hyper); } catch (err) { console.warn("bamviz: could not send", err); }
   }
 
   changed() { /* the sliders follow their own inputs */ }
 
   destroy() {
     clearTimeout(this.timer);
+    clearTimeout(this.hyperTimer);
     super.destroy();
   }
 }

@@ -10,6 +10,7 @@ import { clamp, fmtG } from "./format.js";
 import { nearestReady, sliderIndex, sliderValue } from "./indices.js";
 import { LatestPayload } from "./latest.js";
 import { readArrays, readHeader } from "./payload.js";
+import { RouteClient } from "./route.js";
 import { pageStyle } from "./style.js";
 
 const fetchPayload = (url) => fetch(url, { credentials: "same-origin" })
@@ -19,6 +20,24 @@ const fetchPayload = (url) => fetch(url, { credentials: "same-origin" })
 export const BUS = (window.bamviz = window.bamviz || {});
 if (!BUS.values || typeof BUS.values !== "object") BUS.values = {};
 if (!Number.isFinite(BUS.seq)) BUS.seq = 0;
+if (!BUS.views) BUS.views = {};               // the mounted view of each kind (live.js)
+if (!BUS.route) {
+  BUS.route = new RouteClient((url) => fetch(url, { credentials: "same-origin" })
+    .then((r) => { if (!r.ok) throw new Error(`${r.status} ${r.statusText}`); return r.json(); }));
+}
+
+// Ask the server's live route for the charts at the sliders' values now (route.js): a Promise, or null
+// when the page has no route (then a run of the page answers, as a rerun of the fragment).
+export function askRoute() {
+  const summary = BUS.views.summary;
+  const h = summary && summary.h;
+  if (!h || typeof h.route !== "string" || !h.route) return null;
+  return BUS.route.ask(h.route, BUS.values, (a) => {
+    summary.load(a.summary, {});
+    const inside = BUS.views.inside;
+    if (inside && typeof a.inside === "string") inside.load(a.inside, a.inside_meta);
+  });
+}
 
 export const CHANGE = "bamviz:change";
 const FLUSH_MS = 250;                   // off-screen charts are brought up to date this long after a move
@@ -271,9 +290,10 @@ export class PayloadView extends View {
     this.payloads.ask(url, meta);
   }
 
-  // The page's poll while the server makes the grid's frames: the header's `poll` asks for a rerun of
-  // the explorer's fragment after `ms` (0: none), set again by every run's payload, so that one timer
-  // at a time runs, at the interval the server's load asks for now (views/explorer.py, summary_panel).
+  // The page's poll while the server makes the grid's frames: the header's `poll` asks for the charts
+  // again after `ms` (0: none), set again by every payload, so that one timer at a time runs, at the
+  // interval the server's load asks for now (views/explorer.py, summary_bytes). The live route answers
+  // it; without one, or when it fails, a rerun of the explorer's fragment does.
   poll(spec) {
     clearTimeout(this.pollTimer);
     this.pollTimer = null;
@@ -282,8 +302,14 @@ export class PayloadView extends View {
     this.pollTimer = setTimeout(() => {
       this.pollTimer = null;
       this.polls = (this.polls || 0) + 1;
-      try { this.args.setStateValue("poll", this.polls); } catch (err) { console.warn("bamviz: could not poll", err); }
+      const asked = askRoute();
+      if (asked) asked.catch(() => this.pollByRun());
+      else this.pollByRun();
     }, ms);
+  }
+
+  pollByRun() {
+    try { this.args.setStateValue("poll", this.polls); } catch (err) { console.warn("bamviz: could not poll", err); }
   }
 
   // A new payload: arrays re-read only when the header's id changed; else only captions,

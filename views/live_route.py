@@ -1,0 +1,167 @@
+"""The live route: a slider's release, or a poll for new frames, answered without a run of the page.
+
+A release used to rerun the explorer's fragment: every widget of the sidebar and the panels again, their
+deltas to the browser, and Streamlit's frontend redrawing them. Under a class those runs were the
+server's bottleneck, not the frames: with frames of 2 samples, which cost almost nothing, the release
+p95 stayed over 3 s (docs/performance.md, "A class of twenty"). The page now asks
+`<base>/_bamviz/live?t=<token>&shape_k=<k>&beta=<b>` instead (the sliders' values), and the answer names
+the summary's and the inside panel's payloads at the nearest values of the grids, captions included,
+made by the same functions as a run's (`views.explorer.summary_bytes`, `inside_parts`). The page sends
+the values to Session State (the URL, the sections below the charts) once the sliders rest
+(views/live/sliders.js, `HYPER_SEND_MS`).
+
+Each session's runs register what they showed under a token of the session's own (`TOKEN_KEY` in its
+Session State, unguessable): the grid's key, the class shown, the inside panel's selection. A token
+nobody used for a while is forgotten (at most KEEP are kept), and one whose grid the cache let go is
+answered 404: the page then asks Streamlit for a run, as before. Nothing here holds a grid or a model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import secrets
+import threading
+import weakref
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from urllib.parse import parse_qs
+
+from bam_viz.live import grid as live
+
+TOKEN_KEY = "_live_token"
+PATH = "_bamviz/live"
+# The page sends the sliders' values to Session State this long after their last release: one run of
+# the page for a student's run of presses (views/live/sliders.js; bench/protocol_client.py does the same).
+HYPER_SEND_MS = 1500
+KEEP = 512                      # sessions remembered: a class is twenty
+log = logging.getLogger(__name__)
+# An answer waits for its frame (made in the worker): these threads wait, the event loop does not.
+_POOL = ThreadPoolExecutor(max_workers=32, thread_name_prefix="bam-viz-live")
+
+
+@dataclass
+class Handle:
+    """What a session's last runs showed: enough to make its payloads at other slider values."""
+
+    model: weakref.ref
+    view: object                     # views.state.View: the summary's grid and class
+    presentation: bool
+    inside_view: object | None = None
+    selection: tuple | None = None   # (layer, head, query, key, relative colours)
+    answers: int = 0
+
+
+_handles: OrderedDict[str, Handle] = OrderedDict()
+_lock = threading.Lock()
+
+
+def url(token: str) -> str:
+    from views.components import app_path
+
+    return app_path(f"{PATH}?t={token}")
+
+
+def summary(session_state, model, view, presentation: bool) -> str:
+    """Register a run's summary (the session's model, grid and class) and return the route's URL for it."""
+    token = session_state.get(TOKEN_KEY)
+    if not isinstance(token, str):
+        token = session_state[TOKEN_KEY] = secrets.token_urlsafe(16)
+    with _lock:
+        old = _handles.get(token)
+        handle = Handle(weakref.ref(model), view, presentation)
+        if old is not None and old.model() is model and _grid_key(old.view) == _grid_key(view):
+            handle.inside_view, handle.selection, handle.answers = old.inside_view, old.selection, old.answers
+        _handles[token] = handle
+        _handles.move_to_end(token)
+        while len(_handles) > KEEP:
+            _handles.popitem(last=False)
+    return url(token)
+
+
+def inside(token: str | None, view, selection: tuple) -> None:
+    """Register a run's inside panel: its grid (the token window's) and selection."""
+    with _lock:
+        handle = _handles.get(token) if token else None
+        if handle is not None:
+            handle.inside_view, handle.selection = view, selection
+
+
+def _grid_key(view) -> tuple:
+    return (view.name, view.text, view.n_samples, view.seed, view.others)
+
+
+def answer(token: str, values: dict[str, float]) -> dict:
+    """The payloads of `token`'s session at the sliders' `values` (the nearest on its grids; a slider not
+    named keeps its last run's value), published (`views.components.publish`): {"summary": URL,
+    "inside": URL, "inside_meta": {...}}, the inside panel's only once its run registered it.
+    LookupError: an unknown token, or its grid is gone."""
+    from views import components, explorer, state
+
+    with _lock:
+        handle = _handles.get(token)
+        if handle is not None:
+            _handles.move_to_end(token)
+            handle.answers += 1
+    model = handle.model() if handle is not None else None
+    grid = state.find_grid(handle.view) if model is not None else None
+    if grid is None:
+        raise LookupError("no such session, or its grid is gone")
+    hyper = dict(handle.view.hyper)
+    hyper.update((k, v) for k, v in values.items() if k in hyper and math.isfinite(v))
+    post, prior = explorer._indices(grid, hyper)
+    with live.FRAMES.foreground():
+        grid.start(post)
+        result = live.FrameResult(grid, post, prior, handle.view.target)
+        out = {"summary": components.publish(explorer.summary_bytes(
+            grid, result, post, prior, handle.presentation, -handle.answers, url(token)))}
+        inner = state.find_grid(handle.inside_view) if handle.inside_view is not None else None
+        if inner is not None:
+            inner.start(post)
+            result = live.FrameResult(inner, post, prior, handle.view.target)
+            payload, meta = explorer.inside_parts(model, inner, result, handle.selection, handle.presentation)
+            out["inside"], out["inside_meta"] = components.publish(payload), meta
+    return out
+
+
+def respond(query: bytes) -> tuple[int, bytes]:
+    """(HTTP status, JSON body) for the route's query string."""
+    args = parse_qs(query.decode("latin-1"))
+    try:
+        token = args.pop("t")[0]
+        values = {name: float(v[0]) for name, v in args.items()}
+    except (KeyError, IndexError, ValueError):
+        return 400, b'{"error": "t and the sliders\' values (numbers) are required"}'
+    try:
+        return 200, json.dumps(answer(token, values)).encode()
+    except LookupError as err:
+        return 404, json.dumps({"error": str(err)}).encode()
+    except Exception:                           # the page falls back to a run, which says what went wrong
+        log.exception("bam-viz: the live route failed")
+        return 500, b'{"error": "the server could not make this view"}'
+
+
+class LiveRoute:
+    """ASGI middleware: GET `<base>/_bamviz/live` answered by `respond` in a thread of its own."""
+
+    def __init__(self, app, base_url: str | None = None):
+        self.app = app
+        if base_url is None:
+            from streamlit import config
+
+            base_url = config.get_option("server.baseUrlPath") or ""
+        base = base_url.strip("/")
+        self.path = f"/{base}/{PATH}" if base else f"/{PATH}"
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["path"] != self.path or scope["method"] != "GET":
+            await self.app(scope, receive, send)
+            return
+        status, body = await asyncio.get_running_loop().run_in_executor(_POOL, respond, scope.get("query_string", b""))
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                   (b"cache-control", b"no-store")]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
