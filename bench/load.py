@@ -241,6 +241,7 @@ async def student(base: str, j: int, presses: int, delay: float, timeout_s: floa
     try:
         if not LESSON:
             rec["sentence_s"] = round(await s.type(rec["text"], timeout_s), 3)
+            rec["sentence_server_s"] = s.sentence_server_s
         values, current = s.slider_values("shape_k")
         i = values.index(current) if current in values else 0
         for _ in range(presses):
@@ -400,7 +401,7 @@ async def run_async(sessions: int, stagger: float, presses: int, timeout_s: floa
 
 def _report(recs: list[dict]) -> dict:
     def stats(key):
-        values = [r[key] for r in recs if key in r]
+        values = [r[key] for r in recs if r.get(key) is not None]
         return {"median_s": round(statistics.median(values), 3), "p95_s": round(summary(values)["p95_s"], 3),
                 "max_s": round(max(values), 3), "n": len(values)} if values else None
 
@@ -408,7 +409,8 @@ def _report(recs: list[dict]) -> dict:
     in_page = [t for r in recs for t in r.get("presses_page_s", [])]
     releases = [t for r in recs for t in r.get("releases_s", [])]
     return {
-        "load": stats("load_s"), "sentence": stats("sentence_s"), "settle": stats("settle_s"),
+        "load": stats("load_s"), "sentence": stats("sentence_s"), "sentence_server": stats("sentence_server_s"),
+        "settle": stats("settle_s"),
         "presses": {k: v for k, v in summary(presses).items() if k != "times_s"} if presses else None,
         "presses_in_page": {k: v for k, v in summary(in_page).items() if k != "times_s"} if in_page else None,
         "releases": {k: v for k, v in summary(releases).items() if k != "times_s"} if releases else None,

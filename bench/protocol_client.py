@@ -78,6 +78,7 @@ class Student:
         self.page = ""                             # the page's url path ("lessons"), "" for the default page
         self.marker = ""
         self.release_log: list[dict] = []       # each release: when sent, its round trip, the run's time
+        self.sentence_server_s: float | None = None     # the new sentence's run, its fragment's part
         self.sliders: dict | None = None           # the sliders component's data (values, current)
         self.fetched: set[bytes] = set()
         self.bytes_in = 0
@@ -149,6 +150,8 @@ class Student:
         self.states[self.widgets["text"]] = ("string_value", text)
         await self._send()
         await self._until(lambda: self._shows(tag(text)), timeout)
+        m = SERVER_MS.search(self.marker)       # the explorer's fragment's own time, which the footer states
+        self.sentence_server_s = int(m["ms"]) / 1000 if m else None
         return time.perf_counter() - t0
 
     async def release(self, name: str, value: float, timeout: float) -> float:
