@@ -106,6 +106,23 @@ def launch_chromium(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
 
 
+@contextlib.contextmanager
+def explorer_session(log: Path | None = None):
+    """A fresh server (`serve`) and one chromium page on its explorer, its charts painted: the page
+    (the browser tests)."""
+    from playwright.sync_api import sync_playwright
+
+    with serve(ROOT / "app.py", log=log) as url, sync_playwright() as p:
+        browser = launch_chromium(p)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(url)
+            painted(page)
+            yield page
+        finally:
+            browser.close()
+
+
 def marker_view(page) -> int:
     """N from the footer "view N · …" (0 before the first run has finished)."""
     loc = page.locator(".st-key-render_marker")

@@ -28,30 +28,20 @@ READ_JS = """() => {
 
 
 def test_a_preview_is_drawn_at_once_says_so_and_the_whole_frame_replaces_it(monkeypatch):
-    from playwright.sync_api import sync_playwright
-
     monkeypatch.setenv(frames.PREVIEWS_ENV, "always")
     (ROOT / "artifacts").mkdir(exist_ok=True)
-    with bl.serve(ROOT / "app.py", log=ROOT / "artifacts" / "browser-previews-server.log") as url, \
-            sync_playwright() as p:
-        browser = bl.launch_chromium(p)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(url)
-            bl.painted(page)
-            box = page.get_by_label("Sentence (text)")
-            box.fill("the cast is charming but the story never finds its feet")
-            box.press("Control+Enter")
-            seen, deadline = [], time.monotonic() + 60
-            while time.monotonic() < deadline:             # every headline the page shows, until the note goes
-                seen.append(page.evaluate(READ_JS))
-                if any(NOTE in sub for sub, _ in seen) and NOTE not in seen[-1][0] and "±" in seen[-1][0]:
-                    break
-                page.wait_for_timeout(40)
-            previews = [(sub, hist) for sub, hist in seen if NOTE in sub]
-            assert previews, seen[-5:]
-            assert all("±" in sub and NOTE in hist and "8 attention samples" in hist for sub, hist in previews)
-            last_sub, last_hist = seen[-1]
-            assert NOTE not in last_sub and "±" in last_sub and "32 attention samples" in last_hist, seen[-1]
-        finally:
-            browser.close()
+    with bl.explorer_session(log=ROOT / "artifacts" / "browser-previews-server.log") as page:
+        box = page.get_by_label("Sentence (text)")
+        box.fill("the cast is charming but the story never finds its feet")
+        box.press("Control+Enter")
+        seen, deadline = [], time.monotonic() + 60
+        while time.monotonic() < deadline:             # every headline the page shows, until the note goes
+            seen.append(page.evaluate(READ_JS))
+            if any(NOTE in sub for sub, _ in seen) and NOTE not in seen[-1][0] and "±" in seen[-1][0]:
+                break
+            page.wait_for_timeout(40)
+        previews = [(sub, hist) for sub, hist in seen if NOTE in sub]
+        assert previews, seen[-5:]
+        assert all("±" in sub and NOTE in hist and "8 attention samples" in hist for sub, hist in previews)
+        last_sub, last_hist = seen[-1]
+        assert NOTE not in last_sub and "±" in last_sub and "32 attention samples" in last_hist, seen[-1]

@@ -28,45 +28,29 @@ STATE_JS = """() => {
 }"""
 
 
-def _view(footer: str) -> int:
-    return int(footer.split(" · ")[0].split()[1])
-
-
 def test_a_release_is_answered_by_the_route_then_the_values_reach_the_url():
-    from playwright.sync_api import sync_playwright
-
     (ROOT / "artifacts").mkdir(exist_ok=True)
-    with bl.serve(ROOT / "app.py", log=ROOT / "artifacts" / "browser-route-server.log") as url, \
-            sync_playwright() as p:
-        browser = bl.launch_chromium(p)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(url)
-            bl.painted(page)
-            box = page.get_by_label("Sentence (text)")
-            text = "the cast is charming but the story never finds its feet"
-            box.fill(text)
-            box.press("Control+Enter")
-            shows = f"text {hashlib.sha256(text.encode()).hexdigest()[:8]} "        # views.explorer.text_tag
-            page.wait_for_function(f"({FOOTER_JS})().includes({shows!r})", timeout=60_000)
-            before = page.evaluate(STATE_JS)
-            assert before["route"].startswith("/_bamviz/live?t=")
-            footer = page.evaluate(FOOTER_JS)
-            page.locator("input.bamviz-range").first.focus()
-            page.keyboard.press("ArrowRight")
-            page.keyboard.press("ArrowRight")
-            deadline, seen = time.monotonic() + 30, None
-            while time.monotonic() < deadline:
-                seen = page.evaluate(STATE_JS)
-                if seen["at"] == seen["inside"] == seen["want"] and seen["answers"] > before["answers"]:
-                    break
-                page.wait_for_timeout(20)
-            assert seen["at"] == seen["want"] == before["want"] + 2 and seen["inside"] == seen["want"], (before, seen)
-            answered = page.evaluate(FOOTER_JS)
-            assert _view(answered) == _view(footer) and "shape_k=3 " in answered      # no run of the page yet
-            k = f"shape_k={seen['value']:.3g}"
-            page.wait_for_function(f"({FOOTER_JS})().includes({k!r})", timeout=30_000)
-            assert _view(page.evaluate(FOOTER_JS)) > _view(footer)
-            assert k in page.url
-        finally:
-            browser.close()
+    with bl.explorer_session(log=ROOT / "artifacts" / "browser-route-server.log") as page:
+        box = page.get_by_label("Sentence (text)")
+        text = "the cast is charming but the story never finds its feet"
+        box.fill(text)
+        box.press("Control+Enter")
+        shows = f"text {hashlib.sha256(text.encode()).hexdigest()[:8]} "        # views.explorer.text_tag
+        page.wait_for_function(f"({FOOTER_JS})().includes({shows!r})", timeout=60_000)
+        before, view = page.evaluate(STATE_JS), bl.marker_view(page)
+        assert before["route"].startswith("/_bamviz/live?t=")
+        page.locator("input.bamviz-range").first.focus()
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("ArrowRight")
+        deadline, seen = time.monotonic() + 30, None
+        while time.monotonic() < deadline:
+            seen = page.evaluate(STATE_JS)
+            if seen["at"] == seen["inside"] == seen["want"] and seen["answers"] > before["answers"]:
+                break
+            page.wait_for_timeout(20)
+        assert seen["at"] == seen["want"] == before["want"] + 2 and seen["inside"] == seen["want"], (before, seen)
+        answered = page.evaluate(FOOTER_JS)
+        assert bl.marker_view(page) == view and "shape_k=3 " in answered      # no run of the page yet
+        k = f"shape_k={seen['value']:.3g}"
+        page.wait_for_function(f"({FOOTER_JS})().includes({k!r})", timeout=30_000)
+        assert bl.marker_view(page) > view and k in page.url

@@ -7,13 +7,13 @@ tests/test_browser_route.py."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 from app_pages import ok
 from test_app import component, new_app, payload, settle, slider_data
+from test_static_serving import _call
 
 import bam_viz
 from bam_viz.live import grid as live
@@ -101,29 +101,12 @@ def test_the_sessions_remembered_are_bounded_and_a_new_sentence_forgets_the_pane
     assert live_route._handles[tokens[3]].selection is None                     # a new sentence: gone
 
 
-def _serve(base, path, method="GET", query=b"t=x"):
-    """(status, headers, body, whether it went on to Streamlit) for one request to the middleware."""
-    sent, passed = [], []
-
-    async def streamlit(scope, receive, send):
-        passed.append(scope["path"])
-        await send({"type": "http.response.start", "status": 299, "headers": []})
-        await send({"type": "http.response.body", "body": b""})
-
-    async def send(message):
-        sent.append(message)
-
-    scope = {"type": "http", "method": method, "path": path, "query_string": query, "headers": []}
-    asyncio.run(live_route.LiveRoute(streamlit, base_url=base)(scope, None, send))
-    return sent[0]["status"], dict(sent[0]["headers"]), b"".join(m.get("body", b"") for m in sent[1:]), bool(passed)
-
-
 @pytest.mark.parametrize("base", ["", "/class/"])
 def test_the_middleware_answers_its_path_only(monkeypatch, base):
     monkeypatch.setattr(live_route, "respond", lambda query: (404, json.dumps({"q": query.decode()}).encode()))
-    path = f"{base.rstrip('/')}/{live_route.PATH}"
-    status, headers, body, passed = _serve(base, path, query=b"t=abc&k=1")
+    path, mw = f"{base.rstrip('/')}/{live_route.PATH}", {"base_url": base}
+    status, headers, body, passed = _call(mw, path, cls=live_route.LiveRoute, query=b"t=abc&k=1")
     assert status == 404 and not passed and json.loads(body) == {"q": "t=abc&k=1"}
-    assert headers[b"content-type"] == b"application/json" and headers[b"cache-control"] == b"no-store"
+    assert headers["content-type"] == "application/json" and headers["cache-control"] == "no-store"
     for other, method in ((path, "POST"), (path + "/x", "GET"), ("/_stcore/stream", "GET")):
-        assert _serve(base, other, method)[3], (other, method)
+        assert _call(mw, other, method, cls=live_route.LiveRoute)[3], (other, method)

@@ -29,7 +29,8 @@ def frontend(tmp_path):
     return tmp_path, script
 
 
-def _call(middleware, path, method="GET", headers=(("accept-encoding", "gzip, deflate, br"),), cls=PrecompressedStatic):
+def _call(middleware, path, method="GET", headers=(("accept-encoding", "gzip, deflate, br"),), cls=PrecompressedStatic,
+          query=b""):
     """(status, headers, body, whether the request went on to Streamlit) for one request."""
     sent, passed = [], []
 
@@ -45,7 +46,7 @@ def _call(middleware, path, method="GET", headers=(("accept-encoding", "gzip, de
         return {"type": "http.request", "body": b""}
 
     app = cls(streamlit, **middleware)
-    scope = {"type": "http", "method": method, "path": path,
+    scope = {"type": "http", "method": method, "path": path, "query_string": query,
              "headers": [(k.encode(), v.encode()) for k, v in headers]}
     asyncio.run(app(scope, receive, send))
     start, body = sent[0], b"".join(m.get("body", b"") for m in sent[1:])
