@@ -74,6 +74,7 @@ class Student:
         self._hyper: dict[str, float] | None = None    # the sliders' values this "browser" holds
         self._send_later: asyncio.TimerHandle | None = None   # their send to Session State, once they rest
         self._summaries: dict[str, dict] = {}      # a fetched summary payload's URL -> its header
+        self.summary: dict | None = None           # the header of the latest summary payload drawn
         self.query = ""
         self.page = ""                             # the page's url path ("lessons"), "" for the default page
         self.marker = ""
@@ -222,6 +223,11 @@ class Student:
         return {"own_text_in_footer": f"text {tag(text)} " in self.marker, "own_text_in_url": shown == text}
 
     def grid(self) -> tuple[int, int]:
+        """(frames made, frames) of the sentence's grid, as the latest summary payload the page drew says
+        (a run's, or the live route's), else as the footer does."""
+        ready = (self.summary or {}).get("ready")
+        if isinstance(ready, list) and ready:
+            return sum(r is True for r in ready), len(ready)
         m = MARKER.search(self.marker)
         return (int(m["ready"]), int(m["total"])) if m else (0, 0)
 
@@ -277,6 +283,7 @@ class Student:
     def _arm(self, header: dict, wid: str) -> None:
         """A summary payload arrived (a run's or the route's): its route, and a poll after its header's
         `poll.ms`, if any (the one timer set again by every payload, as the page's)."""
+        self.summary = header
         if self._poll is not None:
             self._poll.cancel()
             self._poll = None

@@ -18,17 +18,15 @@ import time
 import streamlit as st
 
 import bam_viz
-from bam_viz.core.grids import nearest_index
 from bam_viz.core.text import display_token
 from bam_viz.inference import export
 from bam_viz.inference.explain import lower_states
 from bam_viz.live import grid as live
-from bam_viz.plots import captions
 from bam_viz.plots.style import TOKEN_WINDOW
 from bam_viz.plots.tokens import token_window, window_around, window_label, window_starts
-from bam_viz.plots.wording import Facts, count
+from bam_viz.plots.wording import count
 from bam_viz.zoo import missing_user_folders
-from views import components, live_route, state, why_view
+from views import components, live_route, panels, state, why_view
 from views.text import md_escape, token_option
 
 ss = st.session_state
@@ -217,54 +215,11 @@ def _class_option(classes: tuple[str, ...], predicted: str, option: int) -> str:
 
 
 # ---- panels: drawn in the browser from every slider value at once --------------------------------
-def summary_captions(result, grid) -> dict:
-    """The prose of the prediction and the sweep, written for the server's current values (the page
-    marks it as such while a slider is elsewhere); in presentation mode the browser folds it under
-    "What this shows"."""
-    out = {"prediction": captions.prediction_caption(result)}
-    if grid.posterior_spec is not None and grid.n_samples >= 2:
-        current = result.hyper.get(grid.posterior_spec.name)
-        out["sweep"] = captions.sweep_caption(live.sweep_of(grid, result.target), current=current)
-    return out
-
-
-def inside_captions(result, layer: int, head: int, query: int, key: int, relative: bool, shown) -> dict:
-    """The prose of the panels inside the attention, as `summary_captions` is for the summary's."""
-    return {
-        "bars": captions.prior_posterior_caption(result, layer, head, query, shown=shown),
-        "density": captions.key_density_caption(result, layer, head, query, key),
-        "maps": captions.sampled_maps_caption(result, layer, head, relative=relative, shown=shown),
-        "grids": captions.layer_head_caption(result, relative=relative),
-    }
-
-
-def _indices(grid, hyper: dict) -> tuple[int, int]:
-    """The grid indices of the server's current slider values."""
-    post = (nearest_index(grid.values, hyper[grid.posterior_spec.name], grid.posterior_spec.scale == "log")
-            if grid.posterior_spec else 0)
-    prior = (nearest_index(grid.prior_values, hyper[grid.prior_spec.name], grid.prior_spec.scale == "log")
-             if grid.prior_spec else 0)
-    return post, prior
-
-
-def summary_bytes(grid, result, post: int, prior: int, presentation: bool, run: int, route: str | None) -> bytes:
-    """The summary's payload at (post, prior), its captions written for them: for a run of the page
-    and for the live route's answer (`views.live_route`), which a release and a poll ask instead of
-    a run once the page knows the route (`route`, its URL)."""
-    # While the grid is being made, the page asks for new frames after `ms` (its poll), from the load
-    # now (`FrameScheduler.poll_interval`); `run` makes every answer's bytes new, so that the page sets
-    # its timer again.
-    poll = {"ms": 0 if grid.complete else round(1000 * live.FRAMES.poll_interval()), "run": run}
-    extra = {"captions": summary_captions(result, grid), "captions_at": [post, prior],
-             "presentation": presentation, "poll": poll, "route": route}
-    return live.summary_payload(grid, post, extra, target=result.target)
-
-
 def summary_panel(grid, result, hyper: dict, route: str | None) -> None:
     """Headline estimates with their errors, the sweep over the posterior slider, the prediction,
     for the class `result.target`."""
-    post, prior = _indices(grid, hyper)
-    payload = summary_bytes(grid, result, post, prior, bool(ss.get("presentation")), ss.get("_runs", 0), route)
+    post, prior = panels.indices(grid, hyper)
+    payload = panels.summary_bytes(grid, result, post, prior, bool(ss.get("presentation")), ss.get("_runs", 0), route)
     components.charts(payload, components.SUMMARY_KEY, polls=True)
 
 
@@ -335,7 +290,7 @@ def inspection(view: state.View, model, hyper: dict) -> None:
     minutes after its tab closes): so it takes the view's key, not the result and grid (every sampled
     weight of the sentence), and finds them in the shared cache."""
     grid = view.grid(model)
-    post, prior = _indices(grid, hyper)
+    post, prior = panels.indices(grid, hyper)
     # Started here too: the cache may have let the run's grid go since (a new one has no frame yet).
     grid.start(post)
     st.subheader("Inside the attention")
@@ -348,28 +303,11 @@ def inspection(view: state.View, model, hyper: dict) -> None:
         result = live.FrameResult(grid, post, prior, view.target)
     live_route.inside(ss.get(live_route.TOKEN_KEY), view._replace(window=tuple(grid.window)),
                       (layer, head, query, key, bool(relative)))
-    payload, meta = inside_parts(model, grid, result, (layer, head, query, key, relative), bool(ss.get("presentation")))
+    payload, meta = panels.inside_parts(model, grid, result, (layer, head, query, key, relative),
+                                        bool(ss.get("presentation")))
     components.charts_by_url(payload, components.INSIDE_KEY, meta)
     st.divider()
     downloads(view, model, result, layer, head)   # here, so that they follow the selected layer and head
-
-
-def inside_parts(model, grid, result, selection: tuple, presentation: bool) -> tuple[bytes, dict]:
-    """The inside panel's payload for the selected (layer, head, query, key, relative colours) and what
-    goes beside it (`meta`: captions, the values they are written for), at the result's (post, prior):
-    for a run of the page and for the live route's answer (`views.live_route`)."""
-    layer, head, query, key, relative = selection
-    post, prior = result.index, result.prior_index
-    facts = Facts.of(result)
-    density_message = facts.no_density(layer)
-    if density_message is None and (layer not in grid.scored or not model.attention_family.has_density):
-        density_message = "This layer has no continuous density: its samples are shown in the bars and maps."
-    extra = {"density_message": density_message, "kl_message": facts.no_prior(),
-             "density_label": f"log10 {model.attention_family.density_variable}"}
-    meta = {"captions": inside_captions(result, layer, head, query, key, relative, grid.window),
-            "captions_at": [post, prior], "current": [post, prior], "presentation": presentation,
-            "relative": bool(relative)}
-    return state.inside_bytes(grid, post, prior, layer, head, query, key, extra), meta
 
 
 def downloads(view: state.View, model, result, layer: int, head: int) -> None:
@@ -476,7 +414,7 @@ def live_view(model, name: str) -> None:
         view = state.View(name, text, tuple(hyper.items()), n_samples, seed, _window(model, text),
                           tuple((h, v) for h, v in hyper.items() if h not in state.LIVE_SLIDERS))
         grid = view.grid(model)
-        post, prior = _indices(grid, hyper)
+        post, prior = panels.indices(grid, hyper)
         grid.start(post)
         result = live.FrameResult(grid, post, prior)
         with st.columns([1, 2])[0]:

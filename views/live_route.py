@@ -6,7 +6,7 @@ server's bottleneck, not the frames: with frames of 2 samples, which cost almost
 p95 stayed over 3 s (docs/performance.md, "A class of twenty"). The page now asks
 `<base>/_bamviz/live?t=<token>&shape_k=<k>&beta=<b>` instead (the sliders' values), and the answer names
 the summary's and the inside panel's payloads at the nearest values of the grids, captions included,
-made by the same functions as a run's (`views.explorer.summary_bytes`, `inside_parts`). The page sends
+made by the same functions as a run's (`views.panels`). The page sends
 the values to Session State (the URL, the sections below the charts) once the sliders rest
 (views/live/sliders.js, `HYPER_SEND_MS`).
 
@@ -99,7 +99,7 @@ def answer(token: str, values: dict[str, float]) -> dict:
     named keeps its last run's value), published (`views.components.publish`): {"summary": URL,
     "inside": URL, "inside_meta": {...}}, the inside panel's only once its run registered it.
     LookupError: an unknown token, or its grid is gone."""
-    from views import components, explorer, state
+    from views import components, panels, state
 
     with _lock:
         handle = _handles.get(token)
@@ -112,17 +112,17 @@ def answer(token: str, values: dict[str, float]) -> dict:
         raise LookupError("no such session, or its grid is gone")
     hyper = dict(handle.view.hyper)
     hyper.update((k, v) for k, v in values.items() if k in hyper and math.isfinite(v))
-    post, prior = explorer._indices(grid, hyper)
+    post, prior = panels.indices(grid, hyper)
     with live.FRAMES.foreground():
         grid.start(post)
         result = live.FrameResult(grid, post, prior, handle.view.target)
-        out = {"summary": components.publish(explorer.summary_bytes(
+        out = {"summary": components.publish(panels.summary_bytes(
             grid, result, post, prior, handle.presentation, -handle.answers, url(token)))}
         inner = state.find_grid(handle.inside_view) if handle.inside_view is not None else None
         if inner is not None:
             inner.start(post)
             result = live.FrameResult(inner, post, prior, handle.view.target)
-            payload, meta = explorer.inside_parts(model, inner, result, handle.selection, handle.presentation)
+            payload, meta = panels.inside_parts(model, inner, result, handle.selection, handle.presentation)
             out["inside"], out["inside_meta"] = components.publish(payload), meta
     return out
 
