@@ -253,7 +253,6 @@ async def student(base: str, j: int, presses: int, delay: float, timeout_s: floa
         rec.update(s.own(rec["text"]))
         rec["grid_ready"], rec["polls"], rec["bytes_in"] = list(s.grid()), s.polls, s.bytes_in
         rec["releases_at_s"] = [round(r["at"] - CLASS_START[0], 3) for r in s.release_log]
-        rec["releases_server_s"] = [r["server_s"] for r in s.release_log]
     except Exception as err:
         rec["error"] = f"{type(err).__name__}: {str(err).splitlines()[0]}"
     finally:
@@ -424,21 +423,16 @@ def _report(recs: list[dict]) -> dict:
 
 def releases_by_time(recs: list[dict], edges: tuple[float, ...] = (0.0, 16.0, 32.0)) -> list[dict] | None:
     """The students' releases by when in the class they were sent (from the first session's start):
-    how many, their round trip (median, p95) and the part the server's run of the page took (its
-    footer's time, median): where a release's time went, by how full the machine was."""
-    rows = [(at, s, srv) for r in recs for at, s, srv in zip(
-        r.get("releases_at_s", []), r.get("releases_s", []), r.get("releases_server_s", []), strict=True)]
-    if not rows:
-        return None
+    how many, and their round trip (median, p95): where the release p95 comes from, by how full the
+    machine was."""
+    rows = [(at, s) for r in recs for at, s in zip(r.get("releases_at_s", []), r.get("releases_s", []), strict=True)]
     out = []
     for lo, hi in zip(edges, (*edges[1:], float("inf")), strict=True):
-        part = [(s, srv) for at, s, srv in rows if lo <= at < hi]
+        part = [s for at, s in rows if lo <= at < hi]
         if part:
-            runs = [srv for _, srv in part if srv is not None]
-            out.append({"from_s": lo, "n": len(part), "median_s": round(statistics.median(s for s, _ in part), 3),
-                        "p95_s": round(summary([s for s, _ in part])["p95_s"], 3),
-                        "run_median_s": round(statistics.median(runs), 3) if runs else None})
-    return out
+            out.append({"from_s": lo, "n": len(part), "median_s": round(statistics.median(part), 3),
+                        "p95_s": round(summary(part)["p95_s"], 3)})
+    return out or None
 
 
 def main() -> None:

@@ -78,7 +78,7 @@ class Student:
         self.query = ""
         self.page = ""                             # the page's url path ("lessons"), "" for the default page
         self.marker = ""
-        self.release_log: list[dict] = []       # each release: when sent, its round trip, the run's time
+        self.release_log: list[dict] = []       # each release: when sent, and its round trip
         self.sentence_server_s: float | None = None     # the new sentence's run, its fragment's part
         self.sliders: dict | None = None           # the sliders component's data (values, current)
         self.fetched: set[bytes] = set()
@@ -120,14 +120,8 @@ class Student:
             self.timeline[event] = round(time.perf_counter() - self._t0, 3)
 
     def _get(self, path: str) -> bytes:
-        req = urllib.request.Request(self.base + path, headers={"Accept-Encoding": "gzip"})
-        with urllib.request.urlopen(req, timeout=120) as r:
-            body = r.read()
-        self.bytes_in += len(body)
-        return body
-
-    def _get_payload(self, path: str) -> bytes:
-        """A payload the page fetches, unzipped when it came gzipped (`views.serving.ServedPayloads`)."""
+        """GET `path` as a browser does: gzip accepted, and unzipped when it came so (the bytes counted
+        are those on the wire)."""
         req = urllib.request.Request(self.base + path, headers={"Accept-Encoding": "gzip"})
         with urllib.request.urlopen(req, timeout=120) as r:
             body, packed = r.read(), r.headers.get("Content-Encoding") == "gzip"
@@ -170,18 +164,15 @@ class Student:
             if self._send_later is not None:
                 self._send_later.cancel()
             await asyncio.wait_for(self._ask_route(), timeout)
-            took = time.perf_counter() - t0
             self._send_later = asyncio.get_running_loop().call_later(
                 HYPER_SEND_MS / 1000, lambda: asyncio.ensure_future(self._send_hyper(wid)))
-            self.release_log.append({"at": t0, "s": took, "server_s": None})
-            return took
-        self.states[wid] = ("json_value", json.dumps({"hyper": hyper}))
-        await self._send(fragment=self.fragment_of.get(wid, ""))
-        want = f"{name}={value:.3g}"
-        await self._until(lambda: want in self.marker, timeout)
+        else:
+            self.states[wid] = ("json_value", json.dumps({"hyper": hyper}))
+            await self._send(fragment=self.fragment_of.get(wid, ""))
+            want = f"{name}={value:.3g}"
+            await self._until(lambda: want in self.marker, timeout)
         took = time.perf_counter() - t0
-        m = SERVER_MS.search(self.marker)       # the run's own time, which the footer states
-        self.release_log.append({"at": t0, "s": took, "server_s": int(m["ms"]) / 1000 if m else None})
+        self.release_log.append({"at": t0, "s": took})
         return took
 
     async def settle(self, name: str, value: float, timeout: float) -> None:
@@ -195,11 +186,11 @@ class Student:
         answer = json.loads(await self._fetch(self._get, self.route + "&" + urlencode(self._hyper or {})))
         url = answer["summary"]
         if url not in self._summaries:
-            self._summaries[url] = self._header(await self._fetch(self._get_payload, url))
+            self._summaries[url] = self._header(await self._fetch(self._get, url))
         inside = answer.get("inside")
         if inside and inside.encode() not in self.fetched:
             self.fetched.add(inside.encode())
-            await self._fetch(self._get_payload, inside)
+            await self._fetch(self._get, inside)
         self._arm(self._summaries[url], self.widgets.get("live_summary", ""))
         self._changed.set()
 

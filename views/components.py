@@ -10,13 +10,14 @@ draws on canvases.
   inside    prior vs posterior, density, maps, layer x head grids (`bam_viz.live.grid.inside_payload`)
 
 Every value of the sliders is in the bytes sent, so a slider move never waits for the server.
-The summary's bytes (~12 kB) go in the element itself. The inside payload (~1 MB at 24 tokens)
-goes to a file that Streamlit's static serving hands out (`server.enableStaticServing`), named by
-its hash, and the element holds its URL and the few things a rerun changes (captions, colour
-mode): a rerun that moves no more than the sliders then sends kilobytes, and the page fetches the
-arrays only when they change. The files are kept for KEEP_S after their last use, at most KEEP_FILES of
-them once they are FRESH_S old: a class of twenty publishes hundreds in a minute, and a file pruned
-before the page that was sent its URL fetched it had left that page on its last payload.
+The summary's bytes (~12 kB) go in the element itself. The inside payload (~1 MB at 24 tokens) goes
+to a file under Streamlit's static serving (`server.enableStaticServing`; sent gzipped by
+`views.serving.ServedPayloads`), named by its hash, and the element holds its URL and the few things
+a rerun changes (captions, colour mode): a rerun that moves no more than the sliders then sends
+kilobytes, and the page fetches the arrays only when they change. The files are kept for KEEP_S
+after their last use, at most KEEP_FILES of them once they are FRESH_S old: a class of twenty
+publishes hundreds in a minute, and a file pruned before the page that was sent its URL fetched it
+had left that page on its last payload.
 
 The modules are served the same way. Streamlit runs a component's `js` as one module at a blob:
 URL, against which no relative import resolves (and a component's own files are served only for an
@@ -159,11 +160,13 @@ def _served(name: str) -> str:
     return app_path(f"app/static/live/{name}")
 
 
-def app_path(path: str) -> str:
-    """`path` under the server's base path (`server.baseUrlPath`)."""
-    from streamlit import config
+def app_path(path: str, base_url: str | None = None) -> str:
+    """`path` under the server's base path (`base_url`, else `server.baseUrlPath`)."""
+    if base_url is None:
+        from streamlit import config
 
-    base = (config.get_option("server.baseUrlPath") or "").strip("/")
+        base_url = config.get_option("server.baseUrlPath") or ""
+    base = base_url.strip("/")
     return f"/{base + '/' if base else ''}{path}"
 
 

@@ -6,9 +6,8 @@ server's bottleneck, not the frames: with frames of 2 samples, which cost almost
 p95 stayed over 3 s (docs/performance.md, "A class of twenty"). The page now asks
 `<base>/_bamviz/live?t=<token>&shape_k=<k>&beta=<b>` instead (the sliders' values), and the answer names
 the summary's and the inside panel's payloads at the nearest values of the grids, captions included,
-made by the same functions as a run's (`views.panels`). The page sends
-the values to Session State (the URL, the sections below the charts) once the sliders rest
-(views/live/sliders.js, `HYPER_SEND_MS`).
+made by the same functions as a run's (`views.panels`). The page sends the values to Session State
+(the URL, the sections below the charts) once the sliders rest (views/live/sliders.js, `HYPER_SEND_MS`).
 
 Each session's runs register what they showed under a token of the session's own (`TOKEN_KEY` in its
 Session State, unguessable): the grid's key, the class shown, the inside panel's selection. A token
@@ -31,6 +30,7 @@ from dataclasses import dataclass
 from urllib.parse import parse_qs
 
 from bam_viz.live import grid as live
+from views.components import app_path
 
 TOKEN_KEY = "_live_token"
 PATH = "_bamviz/live"
@@ -60,8 +60,6 @@ _lock = threading.Lock()
 
 
 def url(token: str) -> str:
-    from views.components import app_path
-
     return app_path(f"{PATH}?t={token}")
 
 
@@ -148,13 +146,7 @@ class LiveRoute:
     """ASGI middleware: GET `<base>/_bamviz/live` answered by `respond` in a thread of its own."""
 
     def __init__(self, app, base_url: str | None = None):
-        self.app = app
-        if base_url is None:
-            from streamlit import config
-
-            base_url = config.get_option("server.baseUrlPath") or ""
-        base = base_url.strip("/")
-        self.path = f"/{base}/{PATH}" if base else f"/{PATH}"
+        self.app, self.path = app, app_path(PATH, base_url)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope["path"] != self.path or scope["method"] != "GET":

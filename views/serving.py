@@ -23,6 +23,8 @@ from pathlib import Path
 
 from streamlit.web.server.starlette.starlette_server_config import STATIC_ASSET_CACHE_MAX_AGE_SECONDS
 
+from views.components import PAYLOAD_NAME, STATIC, app_path, packed_bytes
+
 GZIP_LEVEL = 9                  # once per file, so the smallest: 2.3 MB of scripts to about 0.6 MB
 COMPRESSIBLE = (".js", ".css", ".json", ".svg", ".html", ".map", ".txt", ".ttf")
 # Streamlit's own contract for its hashed bundles (starlette_static_routes._apply_cache_headers).
@@ -88,12 +90,7 @@ class PrecompressedStatic:
 
             directory = file_util.get_static_dir()
         self.root = (Path(directory) / "static").resolve()
-        if base_url is None:
-            from streamlit import config
-
-            base_url = config.get_option("server.baseUrlPath") or ""
-        base = base_url.strip("/")
-        self.prefix = f"/{base}/static/" if base else "/static/"
+        self.prefix = app_path("static/", base_url)
         self._entries: dict[str, Entry | None] = {}
 
     async def __call__(self, scope, receive, send):
@@ -144,21 +141,14 @@ class ServedPayloads:
 
     def __init__(self, app, directory: str | Path | None = None, base_url: str | None = None):
         self.app = app
-        from views.components import PAYLOAD_NAME, STATIC, packed_bytes
-
-        self.root, self.names, self.packed = Path(directory or STATIC), PAYLOAD_NAME, packed_bytes
-        if base_url is None:
-            from streamlit import config
-
-            base_url = config.get_option("server.baseUrlPath") or ""
-        base = base_url.strip("/")
-        self.prefix = f"/{base}/app/static/live/" if base else "/app/static/live/"
+        self.root = Path(directory or STATIC)
+        self.prefix = app_path("app/static/live/", base_url)
 
     async def __call__(self, scope, receive, send):
         if (scope["type"] == "http" and scope["method"] in ("GET", "HEAD")
                 and scope["path"].startswith(self.prefix) and _accepts_gzip(scope)):
             name = scope["path"][len(self.prefix):]
-            body = await asyncio.to_thread(self._read, name) if self.names.fullmatch(name) else None
+            body = await asyncio.to_thread(self._read, name) if PAYLOAD_NAME.fullmatch(name) else None
             if body is not None:
                 headers = [(b"content-type", b"application/octet-stream"), (b"content-encoding", b"gzip"),
                            (b"content-length", str(len(body)).encode()), (b"vary", b"Accept-Encoding"),
@@ -170,6 +160,6 @@ class ServedPayloads:
 
     def _read(self, name: str) -> bytes | None:
         try:
-            return self.packed(self.root / name)
+            return packed_bytes(self.root / name)
         except OSError:                          # never published, or pruned: Streamlit's 404
             return None
