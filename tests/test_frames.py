@@ -133,6 +133,55 @@ def test_a_frame_a_request_waits_for_goes_before_the_background(model, process_f
     assert done.index("now") <= 2, done
 
 
+def test_a_sentences_first_frame_goes_before_the_releases_frames_queued_just_before_it(model, process_frames):
+    """Six released values' frames, then a new sentence's first: the first is answered as soon as a
+    "now" thread is free, before the four releases still queued (they came under FIRST_LEAD_S before it)."""
+    worker = process_frames.worker
+    window = list(range(8))
+    worker.submit(model, TEXT, 4, 0, {}, [0, 1]).result(180)            # started, the model sent
+    done: list[str] = []
+    releases = [worker.submit(model, TEXT, 128, s, {}, window, now=True) for s in range(6)]
+    for i, f in enumerate(releases):
+        f.add_done_callback(lambda _, i=i: done.append(f"release {i}"))
+    first = worker.submit(model, TEXT, 32, 99, {}, window, now=True, first=True)
+    first.add_done_callback(lambda _: done.append("first"))
+    for f in [first, *releases]:
+        f.result(180)
+    assert done.index("first") <= frames.NOW_THREADS, done
+
+
+def test_a_first_frames_lead_is_bounded_so_neither_kind_starves():
+    """The worker's order: a first frame goes before releases that came less than FIRST_LEAD_S before
+    it, never before one that has waited longer; among one kind, arrival order."""
+    t = 100.0
+    assert frames.now_order(t, first=True) < frames.now_order(t - 0.9 * frames.FIRST_LEAD_S, first=False)
+    assert frames.now_order(t, first=True) > frames.now_order(t - 1.1 * frames.FIRST_LEAD_S, first=False)
+    assert frames.now_order(t, first=False) < frames.now_order(t + 0.1, first=False)
+    assert frames.now_order(t, first=True) < frames.now_order(t + 0.1, first=True)
+
+
+def test_only_a_grids_first_frame_asks_to_go_first(model, monkeypatch):
+    """The grid marks the frame a request waits for as a sentence's first while it has none made; the
+    released values' after it are not, nor are the background's."""
+    asked: list[tuple[bool, bool]] = []
+
+    class Recorder:
+        def submit(self, model, text, n_samples, seed, hyper, window, weights=False, now=False, first=False):
+            asked.append((now, first))
+            from concurrent.futures import Future
+
+            f: Future = Future()
+            f.set_result(frames.make_frame(model, text, n_samples, seed, hyper, window, weights))
+            return f
+
+    monkeypatch.setattr(type(live.FRAMES), "worker", property(lambda self: Recorder()))
+    grid = live.LiveGrid(model, TEXT + " first", 4, 0)
+    grid.frame(3)
+    grid.frame(4)
+    grid._work(5)
+    assert asked == [(True, True), (True, False), (False, False)]
+
+
 def test_a_worker_that_dies_is_replaced_and_no_frame_is_lost(model, process_frames):
     worker = process_frames.worker
     first = worker.submit(model, TEXT, 4, 0, {}, [0, 1, 2])

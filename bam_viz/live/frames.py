@@ -7,9 +7,10 @@ threads of the server (`bam_viz.live.scheduler`), which share its GIL with every
 class the server's Python is the bottleneck, and a page, a release or the event loop sending a
 student the page's scripts waits behind other students' frames. With $BAM_VIZ_FRAME_WORKER=process,
 `FrameWorker` makes every frame in a process of its own: the frames a request waits for first
-("now", on threads at FRAME_NICE, in arrival order), the background ones after (on threads NICE_STEP
-nicer, each starting only while no "now" frame waits or runs). The server then keeps its GIL for
-pages and requests; docs/performance.md ("A class of twenty") has both measured.
+("now", on threads at FRAME_NICE, in arrival order, a sentence's first frame FIRST_LEAD_S ahead of
+its place), the background ones after (on threads NICE_STEP nicer, each starting only while no
+"now" frame waits or runs). The server then keeps its GIL for pages and requests;
+docs/performance.md ("A class of twenty") has both measured.
 
 The server sends each model to the worker once, its weights as shared memory (the server's own pages,
 mapped, not copied: `FrameScheduler.prepare` moves them there when the model is loaded); torch
@@ -64,6 +65,11 @@ START_TIMEOUT_S = 120.0         # importing torch and loading a model in a fresh
 FRAME_TIMEOUT_S = 300.0         # a frame not answered by then is made in the server instead
 PREVIEW_SHARE = 4               # under load, a request's frame draws this share of its samples...
 PREVIEW_MIN = 8                 # ...but at least this many (the mutual information's SE needs a few)
+# A sentence's first frame goes before the released values' frames that came up to this long before it:
+# its page has nothing to draw until it comes, where a release's page still shows the last value. A lead,
+# not a lane of its own: every frame still waits at most this much longer than in arrival order, so
+# neither kind can starve the other (docs/performance.md, "A class of twenty").
+FIRST_LEAD_S = 1.0
 PREVIEWS_ENV = "BAM_VIZ_PREVIEWS"
 PREVIEW_MODES = ("load", "always", "never")   # when a request's frame is a preview (`previews`)
 
@@ -232,6 +238,9 @@ def make_frame(model, text: str, n_samples: int, seed: int, hyper: dict, window:
 
 
 # ---- the worker process ---------------------------------------------------------------------------
+LATER, NOW, FIRST = "later", "now", "first"     # a job's lane: the background, a request's frame, a sentence's first
+
+
 class WorkerGone(RuntimeError):
     """The worker process could not start, or ended (killed, out of memory) before answering a job."""
 
@@ -243,15 +252,21 @@ def _watch_parent(parent: int) -> None:
         time.sleep(1.0)
 
 
+def now_order(arrived: float, first: bool) -> float:
+    """Where a frame a request waits for goes in the worker's queue, smallest first: its arrival time,
+    FIRST_LEAD_S earlier for a sentence's first frame."""
+    return arrived - (FIRST_LEAD_S if first else 0.0)
+
+
 def serve(address: str, parent: int, threads: int = WORKER_THREADS, server_nice: int = 0) -> None:
     """The worker's main (run by `FrameWorker`, with the server's process key on stdin): NOW_THREADS
-    threads answering the frames a request waits for ("now" jobs), in arrival order, each a preview
+    threads answering the frames a request waits for ("now" jobs), in `now_order`, each a preview
     while others wait or are being made (`request_samples`), and `threads`
     answering the background ones, each starting only while no "now" job waits or
     runs (a frame holding this process's GIL would slow it); each at its `frame_priority`. A job is (job
-    id, now, model key, text, S, seed, hyper, window, weights), answered (job id, parts or None, error
-    or None). A model comes before its first job, as ("model", key, model): its tensors arrive as
-    shared memory, the server's own pages, not a copy."""
+    id, lane, model key, text, S, seed, hyper, window, weights), its lane LATER, NOW or FIRST, answered
+    (job id, parts or None, error or None). A model comes before its first job, as ("model", key,
+    model): its tensors arrive as shared memory, the server's own pages, not a copy."""
     import multiprocessing
     import sys
     from multiprocessing.connection import Client
@@ -268,7 +283,7 @@ def serve(address: str, parent: int, threads: int = WORKER_THREADS, server_nice:
     multiprocessing.current_process().authkey = bytes.fromhex(sys.stdin.readline().strip())
     conn = Client(address, authkey=multiprocessing.current_process().authkey)
     models, send_lock = {}, threading.Lock()
-    now_jobs, later_jobs = queue.Queue(), deque()
+    now_jobs, later_jobs = queue.PriorityQueue(), deque()     # ((now_order, arrival count), job), and jobs
     quiet = threading.Condition()         # background frames wait on it while a "now" job waits or runs
     busy_now = [0]                        # "now" jobs received and not yet answered
 
@@ -285,7 +300,7 @@ def serve(address: str, parent: int, threads: int = WORKER_THREADS, server_nice:
         torch.set_num_threads(1)          # in each thread: OpenMP's thread count is the calling thread's
         frame_priority(background=False, server=server_nice)
         while True:
-            job = now_jobs.get()
+            _, job = now_jobs.get()
             try:
                 with quiet:                   # the other frames requests wait for, waiting or being made
                     others = busy_now[0] - 1
@@ -304,6 +319,7 @@ def serve(address: str, parent: int, threads: int = WORKER_THREADS, server_nice:
                 job = later_jobs.popleft()
             answer(job, job[4])                 # every sample: the background's frames are whole
 
+    arrivals = itertools.count()
     for _ in range(NOW_THREADS):
         threading.Thread(target=now_loop, daemon=True).start()
     for _ in range(threads):
@@ -313,10 +329,10 @@ def serve(address: str, parent: int, threads: int = WORKER_THREADS, server_nice:
             message = conn.recv()
             if message[0] == "model":       # before any job that needs it: the connection keeps the order
                 models[message[1]] = message[2].eval()
-            elif message[1]:
+            elif message[1] != LATER:
                 with quiet:
                     busy_now[0] += 1
-                now_jobs.put(message)
+                now_jobs.put(((now_order(time.monotonic(), message[1] == FIRST), next(arrivals)), message))
             else:
                 with quiet:
                     later_jobs.append(message)
@@ -388,10 +404,11 @@ class FrameWorker:
                     pass
 
     def submit(self, model, text: str, n_samples: int, seed: int, hyper: dict, window: list[int],
-               weights: bool = False, now: bool = False) -> Future:
+               weights: bool = False, now: bool = False, first: bool = False) -> Future:
         """Frame parts of `model` (a zoo model: one with an `origin`) for these arguments (see
         `make_frame`), made in the worker; raises `WorkerGone` when no worker can be started. `now`: a
-        request waits for it, so it goes before every background frame, at FRAME_NICE. The
+        request waits for it, so it goes before every background frame, at FRAME_NICE; `first` (with
+        `now`): it is a sentence's first frame, which goes FIRST_LEAD_S ahead (`now_order`). The
         model goes to the worker once, its tensors as shared memory: the worker adds no copy of the
         weights, only its own working memory."""
         future: Future = Future()
@@ -405,7 +422,8 @@ class FrameWorker:
                 if key not in self._sent:
                     self._conn.send(("model", key, model))
                     self._sent.add(key)
-                self._conn.send((job_id, bool(now), key, text, int(n_samples), int(seed),
+                lane = (FIRST if first else NOW) if now else LATER
+                self._conn.send((job_id, lane, key, text, int(n_samples), int(seed),
                                  {k: float(v) for k, v in hyper.items()}, [int(i) for i in window], weights))
             except OSError as e:
                 self._pending.pop(job_id)

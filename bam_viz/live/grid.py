@@ -222,11 +222,12 @@ class LiveGrid:
         zoo model), else here; `now`: a request waits for it (a preview under load), else every sample."""
         hyper = dict(self.hyper_at(i, None))
         weights = self.softmax_weights is None
+        first = now and not any(self.ready)       # its page has nothing to draw yet: ahead of releases
         worker, origin = FRAMES.worker, getattr(self.model, "origin", None)
         if worker is not None and origin is not None:
             try:
                 parts = worker.submit(self.model, self.text, self.n_samples, self.seed, hyper, self.window,
-                                      weights=weights, now=now).result(FRAME_TIMEOUT_S)
+                                      weights=weights, now=now, first=first).result(FRAME_TIMEOUT_S)
                 return self._store(i, parts)
             except (WorkerGone, TimeoutError):  # killed, out of memory, stuck: made here; the next job starts a new one
                 pass
