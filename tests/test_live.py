@@ -122,6 +122,25 @@ def test_weibull_kl_sums_agree_with_statistics_cell_by_cell(model):
     np.testing.assert_allclose(fast.numpy(), slow.numpy(), rtol=1e-9, atol=1e-6)
 
 
+def test_weibull_kl_terms_keep_what_no_slider_moves_and_answer_any_column_as_kl_sums():
+    """One `kl_terms` per sentence, asked column after column as a grid asks (betas seen before, new
+    ones, repeated, in any order): each answer equals a fresh `kl_sums` and the generic loop."""
+    family = families.get("weibull")
+    g = torch.Generator().manual_seed(1)
+    log_p = torch.randn(2, 3, 5, 5, generator=g).log_softmax(-1)
+    log_pi = torch.randn(2, 3, 1, 5, generator=g).log_softmax(-1)
+    valid = torch.ones(2, 3, 5, 5, dtype=torch.bool)
+    at = family.kl_terms(log_p, log_pi, valid)
+    columns = [[family.hyper(shape_k=k, beta=b) for b in (1e-4, 1.0, 1e4)] for k in (0.2, 3.0)]
+    columns += [[family.hyper(shape_k=1000.0, beta=b) for b in (1e4, 7.5, 1e-4, 7.5)]]
+    for hypers in columns:
+        got = at(hypers)
+        assert got.shape == (len(hypers), 2, 3)
+        torch.testing.assert_close(got, family.kl_sums(log_p, log_pi, valid, hypers), rtol=0, atol=0)
+        slow = families.AttentionFamily.kl_sums(family, log_p.double(), log_pi.double(), valid, hypers)
+        np.testing.assert_allclose(got.numpy(), slow.numpy(), rtol=1e-9, atol=1e-6)
+
+
 def test_the_mean_pass_reads_no_hyperparameter(model):
     """Why one mean-attention pass serves every (k, beta): Mode.MEAN uses softmax weights."""
     lower = lower_states(model, TEXT)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -227,6 +227,13 @@ class AttentionFamily:
         at once; a family may override this with a faster form that agrees with `statistics`."""
         return torch.stack([self.statistics(log_p, log_pi, valid, h).kl.masked_fill(~valid, 0.0)
                             .sum((-1, -2)).double() for h in hypers])
+
+    def kl_terms(self, log_p: torch.Tensor, log_pi: torch.Tensor,
+                 valid: torch.Tensor) -> Callable[[Sequence[Hyper]], torch.Tensor]:
+        """`kl_sums` of these cells as a function of the hyperparameters alone, for one sentence asked
+        again and again (a live grid asks for a column of its slider grid per frame): a family with a
+        separable form computes what no hyperparameter moves once; here, everything at each call."""
+        return lambda hypers: self.kl_sums(log_p, log_pi, valid, hypers)
 
     # ---- the same distributions as torch.distributions objects (the tests' oracle) -------------
     def posterior(self, scores: torch.Tensor, hyper: Hyper, mask: torch.Tensor | None = None) -> Distribution:

@@ -56,13 +56,17 @@ class WeibullFamily(AttentionFamily):
             prior={"alpha": log_alpha.exp().expand_as(log_p), "beta": torch.full_like(log_p, beta)},
         )
 
-    def kl_sums(self, log_p, log_pi, valid, hypers):
+    def kl_terms(self, log_p, log_pi, valid):
         """The KL summed over cells, separated into what depends on k and on beta. With alpha = beta pi,
         lambda Gamma(1 + 1/k) = p and c_k = log Gamma(1 + 1/k), each cell's KL (`kl_weibull_gamma`) is
 
             beta [ (gamma/k + c_k) pi - pi log p + p - pi log beta ] + log k - gamma - 1 + log Gamma(beta pi),
 
-        so four sums over the cells serve every (k, beta). In float64: the beta-terms nearly cancel."""
+        so four sums over the cells, and one sum of log Gamma(beta pi_j) per beta, serve every (k, beta):
+        the function returned computes those once (the last for each beta when first asked) and every
+        (k, beta) from them. A live grid asked for a column of 33 values of beta per frame; as a loop
+        over them it cost 3 ms of the server's CPU a frame (docs/performance.md). In float64: the
+        beta-terms nearly cancel."""
         lp = log_p.double()
         pi = log_pi.double().exp().expand_as(lp)
         v = valid.expand_as(lp)
@@ -76,14 +80,26 @@ class WeibullFamily(AttentionFamily):
         # weighted by the number of valid queries that key has.
         pi_row = log_pi.double().exp()[..., 0, :]                                  # (..., Tk)
         per_key = v.sum(-2).double()                                               # (..., Tk)
-        out = []
-        for h in hypers:
-            k, beta = h.shape_k, h.beta
-            D = (per_key * torch.lgamma((beta * pi_row).clamp_min(1e-38))).sum(-1)
-            c_k = math.lgamma(1 + 1 / k)
-            out.append(beta * ((EULER_GAMMA / k + c_k) * A - B + C - A * math.log(beta))
-                       + N * (math.log(k) - EULER_GAMMA - 1) + D)
-        return torch.stack(out)
+        by_beta: dict[float, torch.Tensor] = {}                                    # beta -> its sum of log Gammas
+        at = (-1,) + (1,) * A.dim()
+
+        def sums(hypers):
+            new = sorted({h.beta for h in hypers} - by_beta.keys())
+            if new:
+                betas = torch.tensor(new, dtype=torch.float64).view((-1,) + (1,) * pi_row.dim())
+                D = (per_key * torch.lgamma((betas * pi_row).clamp_min(1e-38))).sum(-1)
+                by_beta.update(zip(new, D, strict=True))
+            D = torch.stack([by_beta[h.beta] for h in hypers])
+            k = torch.tensor([h.shape_k for h in hypers], dtype=torch.float64).view(at)
+            beta = torch.tensor([h.beta for h in hypers], dtype=torch.float64).view(at)
+            c_k = torch.lgamma(1 + 1 / k)
+            return (beta * ((EULER_GAMMA / k + c_k) * A - B + C - A * beta.log())
+                    + N * (k.log() - EULER_GAMMA - 1) + D)
+
+        return sums
+
+    def kl_sums(self, log_p, log_pi, valid, hypers):
+        return self.kl_terms(log_p, log_pi, valid)(hypers)
 
     def posterior(self, scores, hyper, mask=None):
         scale = torch.exp(self.log_scale(masked_log_softmax(scores, mask), hyper.shape_k))

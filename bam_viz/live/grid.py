@@ -126,6 +126,7 @@ class LiveGrid:
         self._making: set[int] = set()                    # frames a background thread is making
         self._asked: dict[int, threading.Event] = {}      # frames a request is making: set when made
         self._memo: dict[str, dict] = {}
+        self._kl_at = None               # the KL at any (posterior, prior) values: `kl_table`
         self.touched = time.monotonic()
         self.started = False
         self._around: int | None = None  # the slider value the background frames are ordered around
@@ -171,10 +172,12 @@ class LiveGrid:
         out = np.zeros((len(self.prior_values), L, H))
         if not self.scored or not self.family.learned_prior:
             return out
-        valid = torch.ones_like(self.log_p, dtype=torch.bool)
         hypers = [self.hyper_at(i, j) for j in range(len(self.prior_values))]
         with torch.inference_mode():
-            sums = self.family.kl_sums(self.log_p, self.log_pi, valid, hypers)            # (B, Ls, H)
+            if self._kl_at is None:        # what no slider moves, once per sentence (`kl_terms`)
+                valid = torch.ones_like(self.log_p, dtype=torch.bool)
+                self._kl_at = self.family.kl_terms(self.log_p, self.log_pi, valid)
+            sums = self._kl_at(hypers)                                                   # (B, Ls, H)
         out[:, self.scored] = sums.cpu().numpy()
         return out
 
