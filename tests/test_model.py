@@ -178,8 +178,38 @@ def test_a_beta_move_reuses_the_sampled_pass_and_nothing_else(models, monkeypatc
         m.explain(**{"text": TEXT, "n_samples": 6, "seed": 2, "beta": 50.0, **kw})
         assert len(sampled) == 1, kw
     m.train()                                                   # weights may change: caches go
-    assert not m.explain_cache.sampled and not m.explain_cache.lower
+    assert not m.explain_cache.sampled and not m.explain_cache.lower and not m.explain_cache.deterministic
     m.eval()
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_the_deterministic_pass_is_made_once_per_sentence_and_exact_at_any_hyper(models, name, monkeypatch):
+    """A live grid's frames are explain() at one slider value after another: the Mode.MEAN pass runs
+    once per sentence, and a result at other hyperparameters (its KL, the distributions' parameters,
+    f(softmax), the softmax and prior weights) is bit for bit what a fresh pass gives."""
+    m = models[name]
+    m.clear_caches()
+    passes = []
+    original = m.upper
+    monkeypatch.setattr(m, "upper", lambda *a, **k: (k.get("mode") is Mode.MEAN and k.get("trace") is Trace.STATS
+                                                     and passes.append(1)) or original(*a, **k))
+    specs = m.slider_specs
+    low = {s.name: s.low * 2 for s in specs}
+    high = {s.name: s.high / 2 for s in specs}
+    a = m.explain(TEXT, 3, seed=1, **low)
+    b = m.explain(TEXT, 3, seed=1, **high)
+    assert len(passes) == 1
+    m.clear_caches()
+    fresh = m.explain(TEXT, 3, seed=1, **high)
+    assert len(passes) == 2
+    for field in ("kl", "softmax_weights", "prior_weights", "softmax_probs", "mean_attention_probs", "sample_probs"):
+        assert torch.equal(getattr(b, field), getattr(fresh, field)), field
+    for params in ("posterior_params", "prior_params"):
+        got, want = getattr(b, params), getattr(fresh, params)
+        assert got.keys() == want.keys() and all(torch.equal(got[k], want[k]) for k in want), params
+    if m.attention_family.learned_prior:
+        assert not torch.equal(a.kl, b.kl)                      # the KL moved with the hyperparameters
+    assert torch.equal(a.softmax_probs, b.softmax_probs)        # f(softmax) does not
 
 
 def test_padding_in_a_batch_changes_nothing(models):

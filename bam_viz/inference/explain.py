@@ -24,17 +24,20 @@ from bam_viz.nn.attention import Mode, Trace
 
 class ExplainCache:
     """One model's part of the process-wide `bam_viz.core.cache.CACHE`, bounded in bytes with everything
-    else kept: per text, tokens and the states below the first stochastic layer ("lower"); per
-    (text, S, seed, the posterior's hyperparameters), the S-sample pass ("sampled"). Keys carry a
+    else kept: per text, tokens and the states below the first stochastic layer ("lower") and the
+    deterministic pass ("deterministic", `deterministic_pass`); per (text, S, seed, the posterior's
+    hyperparameters), the S-sample pass ("sampled"). Keys carry a
     token of their own model, so models never share entries."""
 
     def __init__(self):
         self.token = object()               # identity only: the cache must not keep the model alive
         self.lower = _Namespace(self.token, "explain.lower")
+        self.deterministic = _Namespace(self.token, "explain.deterministic")
         self.sampled = _Namespace(self.token, "explain.sampled")
 
     def clear(self) -> None:
         self.lower.clear()
+        self.deterministic.clear()
         self.sampled.clear()
 
 
@@ -118,6 +121,26 @@ def lower_states(model, text: str) -> LowerStates:
     return hit
 
 
+@torch.inference_mode()
+def deterministic_pass(model, lower: LowerStates, hyper: Hyper) -> tuple[torch.Tensor, list]:
+    """The layers from the first stochastic one up in Mode.MEAN (softmax(psi) in every layer) on the
+    sentence of `lower`: logits (1, K) and each layer's trace (Trace.STATS) at `hyper`. No hyperparameter
+    moves that pass's weights, so it is made once per sentence and kept; at other hyperparameters each
+    stochastic layer's KL and parameters are made again from its scores, as the pass makes them
+    (`BayesianAttention.at_hyper`): a live grid's frame, one `explain()` at each slider value, then
+    costs no second pass through the layers (a sixth of a preview's time: docs/performance.md)."""
+    hit = model.explain_cache.deterministic.get(lower.original)
+    if hit is None:
+        logits, traces, _ = model.upper(lower.x, lower.mask, mode=Mode.MEAN, hyper=hyper, trace=Trace.STATS)
+        hit = model.explain_cache.deterministic.put(lower.original, (logits, traces, hyper))
+    logits, traces, made_at = hit
+    if hyper == made_at:
+        return logits, traces
+    stochastic = model.config.stochastic_layers
+    return logits, [model.bert.layers[i].attention.self.core.at_hyper(t, hyper) if i in stochastic else t
+                    for i, t in enumerate(traces, start=len(lower.traces))]
+
+
 def explain(model, text: str, n_samples: int = 32, seed: int = 0, hyper: Hyper | None = None,
             cache: bool = True, target: int | str | None = None) -> ExplainResult:
     """The `ExplainResult` of `model` on one sentence: S attention samples from a generator seeded
@@ -168,7 +191,7 @@ def _explain(model, lower: LowerStates, n_samples: int, seed: int, hyper: Hyper,
         if cache:
             hit = model.explain_cache.sampled.put(key, hit)
     logits, traces, mean_pass = hit
-    mf_logits, mf_traces, _ = model.upper(x, mask, mode=Mode.MEAN, hyper=hyper, trace=Trace.STATS)
+    mf_logits, mf_traces = deterministic_pass(model, lower, hyper)
     sample_probs = logits.softmax(-1).float()                                   # (S, C)
     softmax_probs = mf_logits.softmax(-1)[0].float()
     # No attention drawn (MC dropout, softmax): E[z] keeps the deterministic pass (bam_viz.inference.gaps).

@@ -236,6 +236,20 @@ class BayesianAttention(nn.Module):
         if level is Trace.SAMPLES:
             return AttentionTrace(scores, log_p.exp(), weights, log_pi.exp().expand_as(log_p), None,
                                   kl=log_p.new_zeros(log_p.shape[:2]), prior_log_probs=tile(log_pi, reps))
+        return self._stats_trace(hyper, scores, log_p, log_pi, weights, kmask, reps, generator, level)
+
+    def at_hyper(self, trace: AttentionTrace, hyper: Hyper) -> AttentionTrace:
+        """A Mode.MEAN pass's `trace` (Trace.STATS, no padded key: one sentence) at other hyperparameters.
+        That pass's weights are softmax(psi) whatever they are, so only the KL and the distributions'
+        parameters move: made again here exactly as the pass makes them, from its own scores and log pi
+        (`bam_viz.inference.explain.deterministic_pass` keeps one pass per sentence)."""
+        if trace.prior_log_probs is None or trace.prior_sample_weights is not trace.weights:
+            raise ValueError("at_hyper takes a Mode.MEAN trace made with Trace.STATS")
+        log_p = masked_log_softmax(trace.scores, None)
+        return self._stats_trace(self.resolve(hyper), trace.scores, log_p, trace.prior_log_probs, trace.weights,
+                                 None, 1, None, Trace.STATS)
+
+    def _stats_trace(self, hyper, scores, log_p, log_pi, weights, kmask, reps, generator, level: Trace):
         valid = torch.ones_like(log_p, dtype=torch.bool) if kmask is None else kmask.expand_as(log_p)
         stats = self.family.statistics(log_p, log_pi, valid, hyper)
         cells = valid
@@ -254,4 +268,6 @@ class BayesianAttention(nn.Module):
             scores=scores, softmax_weights=log_p.exp(), weights=weights,
             prior_weights=log_pi.exp().expand_as(log_p), prior_sample_weights=prior_samples, kl=kl,
             posterior_params=stats.posterior, prior_params=stats.prior,
+            # Trace.STATS keeps log pi (B, H, 1, T) for `at_hyper`, unpadded: one sentence's pass
+            prior_log_probs=log_pi if level is Trace.STATS and kmask is None else None,
         )
