@@ -141,6 +141,22 @@ def test_weibull_kl_terms_keep_what_no_slider_moves_and_answer_any_column_as_kl_
         np.testing.assert_allclose(got.numpy(), slow.numpy(), rtol=1e-9, atol=1e-6)
 
 
+def test_a_grid_and_the_frames_made_beside_it_share_one_deterministic_pass(model, monkeypatch):
+    """The grid's softmax pass is explain()'s, kept per sentence: a frame made in this process at any
+    slider value runs the layers in Mode.MEAN no second time."""
+    passes = []
+    original = model.upper
+    monkeypatch.setattr(model, "upper", lambda *a, **k: (k.get("mode") is Mode.MEAN and k.get("trace") is Trace.STATS
+                                                         and passes.append(1)) or original(*a, **k))
+    model.clear_caches()
+    grid = live.LiveGrid(model, TEXT + " Once.", 4, 0)
+    assert len(passes) == 1
+    for i in (0, len(grid.values) // 2, len(grid.values) - 1):
+        parts = frames.make_frame(model, grid.text, 4, 0, dict(grid.hyper_at(i)), grid.window, weights=True)
+        assert np.array_equal(parts.stats[:, frames.STATS.index("p_softmax")], grid.softmax_probs.astype(np.float32))
+    assert len(passes) == 1
+
+
 def test_the_mean_pass_reads_no_hyperparameter(model):
     """Why one mean-attention pass serves every (k, beta): Mode.MEAN uses softmax weights."""
     lower = lower_states(model, TEXT)

@@ -38,7 +38,7 @@ from bam_viz.core.inputs import check_n_samples, check_seed, check_text
 from bam_viz.core.task import resolve_target
 from bam_viz.families.base import Marginal
 from bam_viz.families.sampling import masked_log_softmax
-from bam_viz.inference.explain import PriorDraws, lower_states, result_notes
+from bam_viz.inference.explain import PriorDraws, deterministic_pass, lower_states, result_notes
 from bam_viz.inference.result import log10_density, log10_ranges
 from bam_viz.live.frames import (
     FRAME_TIMEOUT_S,
@@ -56,7 +56,6 @@ from bam_viz.live.payloads import MAP_PANELS, inside_payload, page_style, summar
 from bam_viz.live.result import FrameResult  # noqa: F401  (read as live.*)
 from bam_viz.live.scheduler import FRAME_WORKER_ENV, FRAMES, POLL_MAX_S, WORKERS, wait_idle  # noqa: F401
 from bam_viz.live.wire import FLOAT32_LIMIT, finite32, pack, unpack  # noqa: F401
-from bam_viz.nn.attention import Mode, Trace
 
 POSTERIOR_PER_DECADE = 12       # the posterior's log slider: ~21% steps (46 values for shape_k, with the trained 3)
 PRIOR_PER_DECADE = 4            # the prior-only log slider: ~78% steps (33 values for beta)
@@ -143,7 +142,7 @@ class LiveGrid:
     @torch.inference_mode()
     def _softmax_pass(self, lower) -> None:
         model = self.model
-        logits, traces, _ = model.upper(lower.x, lower.mask, mode=Mode.MEAN, hyper=self.base, trace=Trace.STATS)
+        logits, traces = deterministic_pass(model, lower, self.base)      # explain()'s own, kept per sentence
         self.softmax_probs = logits.softmax(-1)[0].double().cpu().numpy()               # (C,) f(softmax)
         first = len(lower.traces)
         self.stochastic_layers = [i for i in model.config.stochastic_layers] if model.stochastic else []
