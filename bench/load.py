@@ -31,8 +31,9 @@ Each press also records what the page was doing (long tasks, payload fetches, fr
 it had; the long animation frames with their scripts are kept in the JSON).
 
 Beside them: the CPU seconds of the server, its frame worker, chromium and this process while the
-class worked, how busy the whole machine was each second (`machine_busy`), and each chromium page's
-console warnings and errors, with what its charts showed when it stopped answering (`stalled_state`).
+class worked, how busy the whole machine was each second (`machine_busy`), the server's memory over the
+whole run, counted as bench/soak.py counts it and judged against its bound (`memory`), and each chromium
+page's console warnings and errors, with what its charts showed when it stopped answering (`stalled_state`).
 
 With `--lesson ID:STEP` (the lesson case), every session opens that step of a lesson (`/lessons?lesson=ID&step=STEP`,
 an explorer step of a model with a posterior slider) as a class does when the teacher shows its QR code,
@@ -67,7 +68,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from browser_latency import CHROMIUM, CHROMIUM_ARGS, PAINTED_JS, PAUSES_S, PRESS_CLOCK_JS, ROOT, serve, summary  # noqa: E402
 from protocol_client import Student  # noqa: E402
-from soak import descendants  # noqa: E402
+from soak import GOAL_PEAK_GB, RssSampler, descendants  # noqa: E402
 
 SAMPLES = 32               # the explorer's samples per slider value: a frame's cost grows with it (`--samples`)
 
@@ -310,6 +311,16 @@ def busy_summary(busy: list[float]) -> dict:
             "saturated_share": round(sum(b >= 0.95 * cores for b in busy) / len(busy), 2)}
 
 
+def memory_summary(samples: list[tuple]) -> dict:
+    """The server's memory over the whole run (warm-up, single user and class): its peak, its last
+    sample, and whether the peak is under bench/soak.py's bound (GOAL_PEAK_GB)."""
+    if not samples:
+        return {}
+    peak = max(r for _, _, r in samples)
+    return {"peak_mb": round(peak, 1), "at_end_mb": samples[-1][2], "samples": len(samples),
+            "under_bound": bool(peak <= GOAL_PEAK_GB * 1024)}
+
+
 def _format(shown: str) -> str:
     """The footer's format of a slider value (`views.state.format_value`: 3 significant digits)."""
     try:
@@ -351,6 +362,8 @@ async def run_async(sessions: int, stagger: float, presses: int, timeout_s: floa
                  "load_1min": os.getloadavg()[0]}
     proc: list = []
     with serve(ROOT / "app.py", log=log, process=proc) as base:
+        memory = RssSampler(proc[0].pid)      # the server and its worker's own pages, as bench/soak.py counts them
+        memory.start()
         async with async_playwright() as pw:
             browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
             await session(browser, base, 10_000, 2, 0.0, timeout_s)          # warm-up: model, first compile
@@ -380,6 +393,10 @@ async def run_async(sessions: int, stagger: float, presses: int, timeout_s: floa
                                   "playwright_driver": round(cpu_seconds(comm="node") - cpu0[4], 1),
                                   "available": round(out["load_seconds"] * (os.cpu_count() or 1), 1)}
             await browser.close()
+        memory.phase = "end"
+        await asyncio.sleep(2 * memory.every)
+        memory.stop()
+        out["memory"] = memory_summary(memory.samples)
     out["single"] = _report([single])
     out["load"] = _report(crowd)
     if alone is not None:

@@ -65,3 +65,26 @@ def test_the_class_benchmark_counts_busy_seconds_of_the_whole_machine(monkeypatc
 
     asyncio.run(two_seconds())
     assert len(load.BUSY) == 2 and all(0 <= b <= cores for b in load.BUSY)
+
+
+def test_the_class_benchmark_reports_the_servers_memory_against_the_soaks_bound():
+    """bench/load.py's `memory`: the peak over every sample of the run (not the last one), judged
+    against bench/soak.py's bound, and sampled from a live process as the soak samples the server."""
+    import os
+    import time
+
+    import load
+    import soak
+
+    bound = soak.GOAL_PEAK_GB * 1024
+    summary = load.memory_summary([(0.0, "start", 900.0), (0.5, "start", bound + 1), (1.0, "end", 1200.0)])
+    assert summary == {"peak_mb": bound + 1, "at_end_mb": 1200.0, "samples": 3, "under_bound": False}
+    assert load.memory_summary([(0.0, "end", bound)])["under_bound"] is True
+    assert load.memory_summary([]) == {}
+
+    sampler = soak.RssSampler(os.getpid(), every=0.05)
+    sampler.start()
+    time.sleep(0.3)
+    sampler.stop()
+    rss = soak.status_kb(os.getpid()) / 1024
+    assert len(sampler.samples) >= 3 and all(0.5 * rss < r < 2 * rss for _, _, r in sampler.samples)
