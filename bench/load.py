@@ -393,8 +393,6 @@ async def run_async(sessions: int, stagger: float, presses: int, timeout_s: floa
                                   "playwright_driver": round(cpu_seconds(comm="node") - cpu0[4], 1),
                                   "available": round(out["load_seconds"] * (os.cpu_count() or 1), 1)}
             await browser.close()
-        memory.phase = "end"
-        await asyncio.sleep(2 * memory.every)
         memory.stop()
         out["memory"] = memory_summary(memory.samples)
     out["single"] = _report([single])
