@@ -24,10 +24,10 @@ if __name__ != "__main__":
     from starlette.middleware import Middleware
 
     from views.live_route import LiveRoute
-    from views.serving import PrecompressedStatic, ServedPayloads
+    from views.serving import BackendBase, PrecompressedStatic, ServedPayloads
 
-    app = st.App(__file__, middleware=[Middleware(PrecompressedStatic), Middleware(ServedPayloads),
-                                       Middleware(LiveRoute)])
+    app = st.App(__file__, middleware=[Middleware(BackendBase), Middleware(PrecompressedStatic),
+                                       Middleware(ServedPayloads), Middleware(LiveRoute)])
 else:
     from bam_viz.live.priority import server_priority
     from views.join import LESSONS_PATH  # the join link and the route: one name

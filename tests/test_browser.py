@@ -331,3 +331,33 @@ def test_presentation_mode_folds_the_prose_and_turns_off(page):
         assert "presentation" not in parse_qs(urlparse(view.evaluate("() => location.href")).query)
     finally:
         view.close()
+
+
+PAGE_TITLES = {"corpus": "Corpus: where the model", "about": "About: Bayesian Attention Modules",
+               "theory": "Theory lab", "lessons": "Lessons"}
+
+
+def test_no_page_opened_at_its_own_address_logs_an_error(page):
+    """Each page opened at its address shows its title, with nothing in the console and no failed request:
+    Streamlit's frontend would otherwise probe `<page>/_stcore/health` and `.../host-config` first and log
+    their 404s (views.serving.BackendBase tells it the server's address)."""
+    root = page.evaluate("() => location.origin")
+    for path, title in PAGE_TITLES.items():
+        problems = _opened_quietly(page.context.browser, f"{root}/{path}", title)
+        assert problems == [], f"/{path}: {problems}"
+
+
+def _opened_quietly(browser, url: str, title: str) -> list[str]:
+    """What a new page at `url` logs (console errors and warnings, failed requests) until its `title`
+    shows and 1.5 s after."""
+    other, problems = browser.new_page(), []
+    other.on("console", lambda m: problems.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None)
+    other.on("response", lambda r: problems.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    other.on("requestfailed", lambda r: problems.append(f"failed {r.url}"))
+    try:
+        other.goto(url)
+        other.get_by_role("heading", name=title).first.wait_for(timeout=120_000)
+        other.wait_for_timeout(1500)
+    finally:
+        other.close()
+    return problems

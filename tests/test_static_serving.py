@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from views.live_route import LiveRoute
-from views.serving import PrecompressedStatic, ServedPayloads
+from views.serving import BackendBase, PrecompressedStatic, ServedPayloads
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -144,7 +144,7 @@ def test_streamlit_run_finds_the_app_and_its_middleware():
     module = runpy.run_path(str(ROOT / "app.py"), run_name="app")             # as uvicorn imports it
     app = module["app"]
     assert Path(app._script_path).resolve() == ROOT / "app.py"
-    assert [m.cls for m in app._user_middleware] == [PrecompressedStatic, ServedPayloads, LiveRoute]
+    assert [m.cls for m in app._user_middleware] == [BackendBase, PrecompressedStatic, ServedPayloads, LiveRoute]
 
 
 def test_payload_files_are_pruned_only_once_no_page_may_still_fetch_them(tmp_path, monkeypatch):
@@ -240,3 +240,49 @@ def test_anything_but_a_published_payload_goes_to_streamlit(published, path, hea
     path = "/app/static/live/" + path.replace("NAME", url.rsplit("/", 1)[-1])
     status, _, body, passed = _call({"directory": folder, "base_url": ""}, path, headers=headers, cls=ServedPayloads)
     assert passed and status == 299 and body == b"streamlit"
+
+
+PAGE = b"<!doctype html><html><head><meta charset=utf-8><title>x</title></head><body></body></html>"
+
+
+def _page(base_url, kind=b"text/html; charset=utf-8", packed=False, status=200, pieces=2):
+    """(status, headers, body) of a page Streamlit sends in `pieces` body messages, through BackendBase."""
+    body = gzip.compress(PAGE) if packed else PAGE
+    sent = []
+
+    async def streamlit(scope, receive, send):
+        headers = [(b"content-type", kind), (b"content-length", str(len(body)).encode()), (b"etag", b'"e"')]
+        await send({"type": "http.response.start", "status": status,
+                    "headers": headers + ([(b"content-encoding", b"gzip")] if packed else [])})
+        cut = len(body) // pieces
+        for i in range(pieces):
+            await send({"type": "http.response.body", "body": body[i * cut:(i + 1) * cut if i < pieces - 1 else None],
+                        "more_body": i < pieces - 1})
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "method": "GET", "path": "/lessons", "query_string": b"", "headers": []}
+    asyncio.run(BackendBase(streamlit, base_url=base_url)(scope, None, send))
+    headers = {k.decode(): v.decode() for k, v in sent[0]["headers"]}
+    return sent[0]["status"], headers, b"".join(m.get("body", b"") for m in sent[1:])
+
+
+@pytest.mark.parametrize("packed", [False, True])
+@pytest.mark.parametrize(("base_url", "root"), [("", "/"), ("/class/", "/class/")])
+def test_every_page_tells_the_frontend_its_server_so_it_probes_no_page_path(base_url, root, packed):
+    """A page's HTML gets window.__streamlit.BACKEND_BASE_URL, the server's root under its base path, before
+    anything else in <head>, gzipped again where it came gzipped, with its length right; the frontend then
+    probes no `<page>/_stcore/...` address (tests/test_browser.py: nothing in any page's console)."""
+    status, headers, body = _page(base_url, packed=packed)
+    html = gzip.decompress(body) if packed else body
+    assert status == 200 and int(headers["content-length"]) == len(body)
+    assert headers.get("content-encoding") == ("gzip" if packed else None) and headers["etag"] == '"e"'
+    script = f'<script>window.__streamlit={{BACKEND_BASE_URL:new URL("{root}",location.href).href}}</script>'
+    assert html == PAGE.replace(b"<head>", b"<head>" + script.encode())
+
+
+def test_anything_but_a_page_goes_through_unchanged():
+    for kind, status in ((b"application/javascript", 200), (b"text/html", 304), (b"application/json", 200)):
+        got_status, headers, body = _page("", kind=kind, status=status)
+        assert (got_status, body) == (status, PAGE) and int(headers["content-length"]) == len(PAGE)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import hashlib
+import json
 import mimetypes
 from pathlib import Path
 
@@ -163,3 +164,58 @@ class ServedPayloads:
             return packed_bytes(self.root / name)
         except OSError:                          # never published, or pruned: Streamlit's 404
             return None
+
+
+
+class BackendBase:
+    """ASGI middleware: tells Streamlit's frontend where its server is, in the page it is sent.
+
+    Opened at a page's own address (`<base>/lessons`), the frontend does not know which part of the
+    path is the server's and probes `<base>/lessons/_stcore/health` and `.../host-config` first; the
+    server's 404s then sit in every page's console (streamlit#7074). The frontend reads the server's
+    address from `window.__streamlit.BACKEND_BASE_URL` when a page sets it, and probes nothing else,
+    so the HTML of every page gets that one line, the address made from the page's own origin."""
+
+    def __init__(self, app, base_url: str | None = None):
+        self.app = app
+        root = json.dumps(app_path("", base_url))                # "/" or "/<base>/"
+        self.script = (f"<script>window.__streamlit={{BACKEND_BASE_URL:new URL({root},location.href).href}}"
+                       "</script>").encode()
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] != "GET":
+            await self.app(scope, receive, send)
+            return
+        held: dict = {}
+
+        async def send_page(message):
+            if message["type"] == "http.response.start":
+                kind = _response_header(message, b"content-type") or b""
+                if message["status"] == 200 and kind.startswith(b"text/html"):
+                    held.update(start=message, body=[])
+                    return
+            elif "start" in held and message["type"] == "http.response.body":
+                held["body"].append(message.get("body", b""))
+                if message.get("more_body"):
+                    return
+                start = held.pop("start")
+                body = self._with_script(b"".join(held["body"]), start)
+                headers = [(k, v) for k, v in start["headers"] if k != b"content-length"]
+                await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+                message = {"type": "http.response.body", "body": body}
+            await send(message)
+
+        await self.app(scope, receive, send_page)
+
+    def _with_script(self, body: bytes, start) -> bytes:
+        packed = _response_header(start, b"content-encoding") == b"gzip"
+        html = gzip.decompress(body) if packed else body
+        html = html.replace(b"<head>", b"<head>" + self.script, 1)
+        return gzip.compress(html, compresslevel=GZIP_LEVEL, mtime=0) if packed else html
+
+
+def _response_header(message, wanted: bytes) -> bytes | None:
+    for name, value in message.get("headers", ()):
+        if name.lower() == wanted:
+            return value
+    return None
