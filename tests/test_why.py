@@ -5,12 +5,14 @@ from __future__ import annotations
 import html
 import json
 import re
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
 import plotly.graph_objects as go
 import pytest
 
+from bam_viz.inference.posterior import NOISE_SES
 from bam_viz.plots import why
 
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -72,7 +74,7 @@ def test_figures_are_valid_plotly_and_escape_tokens():
     T = len(tokens)
     lp = SimpleNamespace(tokens=tokens, labels=("negative", "positive"), method="importance",
                          prior=np.full(T, 1 / T), posterior=np.array([[0.1, 0.6, 0.2, 0.1], [0.1, 0.1, 0.7, 0.1]]),
-                         log_lik=np.log(np.full((2, T), 0.5)))
+                         log_lik=np.log(np.full((2, T), 0.5)), shift_se=np.full((2, T), 0.02))
     rng = np.random.default_rng(0)
     figures = [why.label_posterior_figure(lp),
                why.attention_attribution_figure(tokens, rng.dirichlet(np.ones(T), T), rng.normal(size=(T, T)),
@@ -97,7 +99,8 @@ def posterior_of(labels, target=None, tokens=("[CLS]", "good", "film", "[SEP]"))
     p_y = rng.dirichlet(np.ones(K))
     return LabelPosterior(tokens=tuple(tokens), labels=tuple(labels), prior=p_y @ posterior, posterior=posterior,
                           log_lik=np.log(np.full((K, T), 0.5)), log_marginal=np.log(p_y), method="importance",
-                          ess=np.full(K, 30.0), n_samples=64, layer=5, target=target)
+                          ess=np.full(K, 30.0), n_samples=64, layer=5, target=target,
+                          shift_se=rng.uniform(0.01, 0.05, (K, T)))
 
 
 HOSTILE_CLASS = "<b>bold</b> %{x} & <img src=x onerror=alert(1)>"
@@ -136,3 +139,18 @@ def test_class_names_are_text_in_every_figure_and_never_a_template():
     assert figures[0].data[1].customdata[0][1] == escaped
     out = why.legend_html(HOSTILE_CLASS) + strip(["[CLS]", "a", "[SEP]"], [0.0, 0.1, 0.0], target=HOSTILE_CLASS)
     assert "<img" not in out and "<b>bold" not in out and escaped in out
+
+
+def test_an_estimates_whiskers_are_its_noise_band_and_the_exact_posterior_has_none():
+    """The whisker on each posterior bar spans NOISE_SES standard errors of that key's shift: the
+    band within which describe() names no word. The hover shows the shift and its s.e."""
+    lp = posterior_of(("negative", "positive"))
+    fig = why.label_posterior_figure(lp)
+    for k, bar in enumerate(fig.data[1:]):
+        np.testing.assert_allclose(bar.error_y.array, NOISE_SES * lp.shift_se[k])
+        np.testing.assert_allclose([row[2] for row in bar.customdata], lp.posterior[k] - lp.prior)
+        np.testing.assert_allclose([row[3] for row in bar.customdata], lp.shift_se[k])
+        assert "s.e. %{customdata[3]" in bar.hovertemplate
+    assert fig.data[0].error_y.array is None                          # the prior's bar is the reference
+    exact = why.label_posterior_figure(replace(lp, method="exact", ess=None, n_samples=None, shift_se=None))
+    assert all(bar.error_y.array is None for bar in exact.data) and "(exact)" in exact.layout.title.text

@@ -19,7 +19,7 @@ import streamlit as st
 
 from bam_viz.core.task import resolve_target
 from bam_viz.core.text import display_token
-from bam_viz.inference.posterior import describe
+from bam_viz.inference.posterior import NOISE_SES, describe
 from bam_viz.plots import why
 from bam_viz.plots.format import signed
 from bam_viz.plots.wording import count
@@ -175,7 +175,9 @@ def _label_posterior(view: state.View, model, layer: int, target: int) -> None:
         reliable = all(lp.reliable[k] for k in drawn)
         line = (f"Layer {lp.layer}'s [CLS] row, head mean. Importance-weighted from the explorer's "
                 f"{count(lp.n_samples, 'attention sample')} (weights p(y | x, z)); "
-                f"effective sample size: {ess}.")
+                f"effective sample size: {ess}. Whiskers: {NOISE_SES:g} Monte Carlo standard errors of each "
+                "key's shift from the grey bar; a grey bar whose top lies within them is not told apart from "
+                "noise, and the sentences name no such word.")
         (st.caption if reliable else st.warning)(
             line if reliable else line + " Too few effective samples to trust this: draw more samples.")
     elif lp.method == "exact":

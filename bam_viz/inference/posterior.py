@@ -31,6 +31,17 @@ the attention-weighted mean of the samples' log-likelihoods,
 which for one-hot rows a_s is again log p(y | x, z = j). A key that no sample attends to carries
 no evidence and gets log p_hat(y | x), which leaves its posterior equal to its prior (zero).
 
+What the page reports is the shift posterior_y - prior, a ratio estimate minus a plain mean of the
+same S draws. Linearised (the delta method; Owen 2013, sec. 9.2, eq. 9.8 for the ratio alone), its
+error is (1/S) sum_s g_s with g_s = (p(y | x, z_s) / p(y | x)) (a_s - posterior_y) - (a_s - prior),
+a mean of zero-mean terms, so Var = E_p[g^2] / S. Both parts move together (a sample that pulls the
+prior toward a key pulls the posterior too), which is why the difference has its own variance, not
+the sum of the two. Plugging in p_hat(y | x), so that p(y | x, z_s) / p_hat(y | x) = S w_s(y):
+
+    shift_se[y, j]^2 = sum_s (w_s(y) (a_sj - a_bar_yj) - (a_sj - a_bar_j) / S)^2
+
+`describe()` names a word only when its shift exceeds `NOISE_SES` of these standard errors.
+
 The estimate is as good as its effective sample size, ESS = (sum_s w_s)^2 / sum_s w_s^2 (Kong 1992),
 in [1, S]: S when every sample explains y equally well, near 1 when one sample carries the weight.
 A deterministic model (softmax) has one attention row: told the label it looks at the same keys,
@@ -66,6 +77,10 @@ RELIABLE_FRACTION = 0.1
 MIN_RELIABLE_ESS = 10.0
 # A shift of attention smaller than this (a fiftieth of the row's unit mass) is "barely moves".
 NOTICEABLE_SHIFT = 0.02
+# An estimated shift within this many of its standard errors (`shift_se`) is not told apart from
+# Monte Carlo noise: a word whose true shift is zero passes with about 5% chance (the normal
+# approximation), a sentence of several words more often; NOTICEABLE_SHIFT keeps out most of those.
+NOISE_SES = 2.0
 SPECIAL_TOKENS = frozenset({"[CLS]", "[SEP]", "[PAD]"})   # attention's resting places, not words
 
 
@@ -73,8 +88,9 @@ SPECIAL_TOKENS = frozenset({"[CLS]", "[SEP]", "[PAD]"})   # attention's resting 
 class LabelPosterior:
     """The [CLS] query's attention in one layer before and after being told each of K labels.
 
-    Arrays are read-only float64 NumPy. `ess` and `n_samples` are None for the exact method, which
-    draws nothing; the per-head arrays are None there too (the alignment is shared by every head).
+    Arrays are read-only float64 NumPy. `ess`, `n_samples` and `shift_se` are None for the exact
+    method, which draws nothing; the per-head arrays are None there too (the alignment is shared by
+    every head); every other method has a `shift_se`.
     `target` is the label a picture shows, an index of `labels`: given as a name, an index, or None
     for the predicted label (the argmax of p(y | x)), it is stored as its index.
     """
@@ -93,8 +109,12 @@ class LabelPosterior:
     posterior_heads: np.ndarray | None = None    # (K, H, T)
     sample_log_lik: np.ndarray | None = None     # (S, K) log p(y | x, z_s), the weights' logs
     target: int | str | None = None              # the label shown: stored as its index
+    shift_se: np.ndarray | None = None           # (K, T) Monte Carlo s.e. of posterior - prior
 
     def __post_init__(self):
+        if (self.shift_se is None) != (self.method == "exact"):
+            raise ValueError(f"shift_se must be given for the {self.method} method and only for it: the exact "
+                             "posterior has no Monte Carlo error, an estimate has one")
         object.__setattr__(self, "target", resolve_target(self.labels, self.target, np.exp(self.log_marginal)))
 
     @property
@@ -134,21 +154,28 @@ def effective_sample_size(log_weights: torch.Tensor) -> torch.Tensor:
 def importance_posterior(sample_log_lik: torch.Tensor, attention: torch.Tensor) -> dict[str, torch.Tensor]:
     """The self-normalised estimate from S samples: `sample_log_lik` (S, Y) log p(y | x, z_s) and
     `attention` (S, H, T) the sampled rows. Returns prior_heads (H, T), posterior_heads (Y, H, T),
-    prior (T,), posterior (Y, T), log_lik (Y, T), log_marginal (Y,) and ess (Y,)."""
+    prior (T,), posterior (Y, T), log_lik (Y, T), log_marginal (Y,), ess (Y,) and shift_se (Y, T),
+    the delta method's standard error of posterior - prior (the module docstring derives it)."""
     log_w = sample_log_lik.T                                                     # (Y, S)
     w = log_w.softmax(-1)                                                        # (Y, S) sums to 1 over s
     rows = attention.mean(1)                                                     # (S, T) head mean
-    log_marginal = log_w.logsumexp(-1) - math.log(log_w.shape[-1])              # (Y,)
+    S = rows.shape[0]
+    log_marginal = log_w.logsumexp(-1) - math.log(S)                             # (Y,)
     mass = rows.sum(0)                                                           # (T,) sum_s a_sj
     weighted = (log_w @ rows) / mass.where(mass > 0, torch.ones_like(mass))      # (Y, T)
+    prior, posterior = rows.mean(0), w @ rows                                    # (T,), (Y, T)
+    # One label at a time: (S, T) each, where all at once would hold (Y, S, T).
+    shift_se = torch.stack([(w_y[:, None] * (rows - post_y) - (rows - prior) / S).square().sum(0).sqrt()
+                            for w_y, post_y in zip(w, posterior, strict=True)])  # (Y, T)
     return dict(
         prior_heads=attention.mean(0),
         posterior_heads=torch.einsum("ys,sht->yht", w, attention),
-        prior=rows.mean(0),
-        posterior=w @ rows,
+        prior=prior,
+        posterior=posterior,
         log_lik=torch.where(mass > 0, weighted, log_marginal[:, None]),
         log_marginal=log_marginal,
         ess=effective_sample_size(log_w),
+        shift_se=shift_se,
     )
 
 
@@ -244,7 +271,7 @@ def _importance(model, lower, S: int, seed: int, hyper, layer: int, target: int 
         method="importance" if model.stochastic else "deterministic",
         ess=_frozen(est["ess"]), n_samples=S, layer=layer,
         prior_heads=_frozen(est["prior_heads"]), posterior_heads=_frozen(est["posterior_heads"]),
-        sample_log_lik=_frozen(sample_log_lik), target=target,
+        sample_log_lik=_frozen(sample_log_lik), target=target, shift_se=_frozen(est["shift_se"]),
     )
 
 
@@ -259,8 +286,10 @@ def _frozen(t: torch.Tensor) -> np.ndarray:
 def describe(lp: LabelPosterior, label: str | None = None) -> str:
     """One plain-text sentence on what being told `label` (None: the label shown, `lp.target`)
     changes: the word whose attention rises most and the one that falls most, special tokens left
-    out; a different sentence when no word moves by `NOTICEABLE_SHIFT`, and a warning when the
-    estimate's ESS is low (`lp.reliable` says so as a flag)."""
+    out, among the words whose shift is `NOTICEABLE_SHIFT` or more and, for an estimate, beyond
+    `NOISE_SES` of its standard errors (`lp.shift_se`); a different sentence when no word moves by
+    `NOTICEABLE_SHIFT`, another when the shifts that large are within Monte Carlo noise, and a
+    warning when the estimate's ESS is low (`lp.reliable` says so as a flag)."""
     if label is None:
         label = lp.target_label
     y = lp.index(label)
@@ -269,23 +298,27 @@ def describe(lp: LabelPosterior, label: str | None = None) -> str:
         return (f"This model's attention is deterministic: being told {told} would not change where it "
                 "looks.")
     shift = lp.posterior[y] - lp.prior                                            # (T,)
+    se = np.zeros_like(shift) if lp.shift_se is None else lp.shift_se[y]          # (T,) exact: no error
     words = [i for i, t in enumerate(lp.tokens) if t not in SPECIAL_TOKENS]
+    large = [i for i in words if abs(shift[i]) >= NOTICEABLE_SHIFT]
+    beyond_noise = [i for i in large if abs(shift[i]) > NOISE_SES * se[i]]
 
     def named(i: int) -> str:
         text = f"'{display_token(lp.tokens[i])}'"
         repeated = sum(t == lp.tokens[i] for t in lp.tokens) > 1
         text += f" (token {i})" if repeated else ""
-        return f"{text} ({_number(lp.posterior[y, i])} vs {_number(lp.prior[i])})"
+        error = "" if lp.shift_se is None else f"; shift {shift[i]:+.2g}, s.e. {se[i]:.2g}"
+        return f"{text} ({_number(lp.posterior[y, i])} vs {_number(lp.prior[i])}{error})"
 
-    up = max(words, key=lambda i: shift[i], default=None)
-    down = min(words, key=lambda i: shift[i], default=None)
-    parts = []
-    if up is not None and shift[up] >= NOTICEABLE_SHIFT:
-        parts.append(f"more at {named(up)}")
-    if down is not None and -shift[down] >= NOTICEABLE_SHIFT:
-        parts.append(f"less at {named(down)}")
+    up = max((i for i in beyond_noise if shift[i] > 0), key=lambda i: shift[i], default=None)
+    down = min((i for i in beyond_noise if shift[i] < 0), key=lambda i: shift[i], default=None)
+    parts = ([] if up is None else [f"more at {named(up)}"]) + ([] if down is None else [f"less at {named(down)}"])
     if parts:
         sentence = f"If the model were told {told}, it would look {' and '.join(parts)}."
+    elif large:
+        sentence = (f"Being told {told} shifts no word's attention distinguishably from Monte Carlo noise at "
+                    f"{lp.n_samples} samples: every shift of {NOTICEABLE_SHIFT:g} or more is within "
+                    f"{NOISE_SES:g} standard errors of zero. Draw more samples to tell.")
     else:
         sentence = (f"Being told {told} would barely change where the model looks: no word's attention "
                     f"moves by {NOTICEABLE_SHIFT:g} or more.")

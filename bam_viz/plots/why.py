@@ -24,6 +24,7 @@ import plotly.colors
 import plotly.graph_objects as go
 
 from bam_viz.core.text import display_token
+from bam_viz.inference.posterior import NOISE_SES
 from bam_viz.plots import kit
 from bam_viz.plots.style import POSTERIOR_COLOUR, PRIOR_COLOUR, STD_SCALE, WEIGHT_SCALE
 from bam_viz.plots.tokens import axis_labels
@@ -131,21 +132,31 @@ def shown_labels(lp) -> list[int]:
 
 def label_posterior_figure(lp) -> go.Figure:
     """Where the [CLS] query looks: p(z | x) (the prior, grey) and p(z | x, y) for each label drawn
-    (`shown_labels`)."""
+    (`shown_labels`). An importance estimate's posterior bars carry whiskers of `NOISE_SES`
+    standard errors of the shift (`lp.shift_se`): where the grey bar's top lies within them, the
+    shift is not told apart from Monte Carlo noise (the test `describe()` makes)."""
     labels = axis_labels(list(lp.tokens))
     data = [{"type": "bar", "name": "p(z | x): not told", "x": labels, "y": kit.finite(lp.prior).tolist(),
              "marker": {"color": PRIOR_COLOUR}}]
     drawn = shown_labels(lp)
+    estimated = lp.method == "importance"
     for k in drawn:
         label = lp.labels[k]
         name = html.escape(label, quote=False)
         log_lik = kit.finite(lp.log_lik[k]).tolist()
-        data.append({"type": "bar", "name": f"p(z | x, y = {name})", "x": labels,
-                     "y": kit.finite(lp.posterior[k]).tolist(),
-                     "marker": {"color": LABEL_COLOURS.get(label, POSTERIOR_COLOUR)},
-                     "customdata": [[v, name] for v in log_lik],
-                     "hovertemplate": "%{x}: %{y:.3f}<br>log p(y | x, z) = %{customdata[0]:.3f}"
-                                      "<extra>%{customdata[1]}</extra>"})
+        bar = {"type": "bar", "name": f"p(z | x, y = {name})", "x": labels, "y": kit.finite(lp.posterior[k]).tolist(),
+               "marker": {"color": LABEL_COLOURS.get(label, POSTERIOR_COLOUR)},
+               "customdata": [[v, name] for v in log_lik],
+               "hovertemplate": "%{x}: %{y:.3f}<br>log p(y | x, z) = %{customdata[0]:.3f}"
+                                "<extra>%{customdata[1]}</extra>"}
+        if estimated:
+            shift, se = kit.finite(lp.posterior[k] - lp.prior), kit.finite(lp.shift_se[k])
+            bar["customdata"] = [[v, name, d, e] for v, d, e in zip(log_lik, shift.tolist(), se.tolist(), strict=True)]
+            bar["hovertemplate"] = ("%{x}: %{y:.3f}<br>log p(y | x, z) = %{customdata[0]:.3f}<br>shift from not "
+                                    "told %{customdata[2]:+.3f}, s.e. %{customdata[3]:.3f}<extra>%{customdata[1]}"
+                                    "</extra>")
+            bar["error_y"] = {"type": "data", "array": (NOISE_SES * se).tolist(), "thickness": 1, "width": 3}
+        data.append(bar)
     told = "" if len(drawn) > 1 else f" y = {html.escape(lp.labels[drawn[0]], quote=False)}"
     title = (f"Attention given the label{told} (exact)" if lp.method == "exact" else
              f"Attention given the label{told} (importance-weighted)" if lp.method == "importance" else
