@@ -12,9 +12,11 @@ import io
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+import browser_latency as bl
 import numpy as np
 import pytest
 import zxingcpp
+from hostile_links import DEAD, LIVE
 from PIL import Image
 
 from views import join
@@ -158,3 +160,28 @@ def walk_reveal_and_join(server, browser, teacher, lesson, outside: list[str]) -
     assert query(teacher)["step"] == [str(m)]
 
     assert teacher.errors == [] and student.errors == []
+
+
+def test_a_lessons_links_to_other_schemes_are_text_in_the_browser(browser):
+    """What Streamlit draws of `safe_links`: no anchor or image for a target that is not http(s) or
+    relative, in any of its spellings (tests/hostile_links.py), while the same link as written is live
+    there; the http(s) and relative links keep their targets."""
+    with bl.serve(ROOT / "tests" / "data" / "links_app.py", log=ARTIFACTS / "links-server.log") as url:
+        page = browser.new_page()
+        try:
+            page.goto(url)
+            page.get_by_text("all drawn").wait_for(timeout=FIRST_RUN_MS)
+            idle(page)
+            assert page.locator(".st-key-raw a").get_attribute("href").startswith("data:text/html")
+
+            def targets(key: str) -> list[str]:
+                return page.locator(f".st-key-{key}").evaluate(
+                    "el => [...el.querySelectorAll('a[href], img[src]')].map(e => e.getAttribute('href') ?? "
+                    "e.getAttribute('src'))")
+
+            for i, text in enumerate(DEAD):
+                assert targets(f"dead_{i}") == [], text
+            for i, (text, target) in enumerate(LIVE.items()):
+                assert targets(f"live_{i}") == ([target] if target else []), text
+        finally:
+            page.close()

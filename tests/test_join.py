@@ -6,11 +6,13 @@ from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 import pytest
+import segno
 import zxingcpp
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 
 from views import join
+from views.text import md_escape
 
 LAN = "192.168.4.20"
 
@@ -53,11 +55,35 @@ def test_a_valid_public_url_wins_over_everything():
 
 
 @pytest.mark.parametrize("bad", ["room12.school:8501", "ftp://room12.school", "http://", "http://h:99999",
-                                 "http://h:8501/?x=1", "http://user:pw@h:8501"])
+                                 "http://h:8501/?x=1", "http://user:pw@h:8501", "[join](javascript:alert(1))",
+                                 "**bold** $x$ :red[r]"])
 def test_an_invalid_public_url_is_named_and_not_used(bad):
     base, warning = join.server_base_url("0.0.0.0", 8501, public_url=bad, lan=lan)
     assert base == f"http://{LAN}:8501"
-    assert join.PUBLIC_URL_ENV in warning and repr(bad) in warning
+    # The warning is Markdown: the setting's value in it shows as typed, never as a link or markup.
+    assert join.PUBLIC_URL_ENV in warning and md_escape(repr(bad)) in warning
+
+
+def test_a_public_url_longer_than_a_qr_code_holds_is_refused_in_one_line():
+    """5,000 characters pass the address check but no code holds them: the setting is refused, named,
+    and not echoed; the longest one used still makes a code with a lesson id of 255 bytes at step 30."""
+    long = "http://room12.school/" + "a" * 5000
+    base, warning = join.server_base_url("0.0.0.0", 8501, public_url=long, lan=lan)
+    assert base == f"http://{LAN}:8501"
+    assert warning == (f"{join.PUBLIC_URL_ENV} is 5,021 characters long, over the {join.MAX_PUBLIC_URL:,} a QR "
+                       "code holds with a lesson's link, so it is not used.")
+    longest = "http://h.school/" + "p" * (join.MAX_PUBLIC_URL - len("http://h.school/"))
+    assert join.server_base_url("0.0.0.0", 8501, public_url=longest, lan=lan) == (longest, None)
+    assert join.server_base_url("0.0.0.0", 8501, public_url=longest + "p", lan=lan)[0] == f"http://{LAN}:8501"
+    link = join.join_link(longest, "é" * 127, 30)                  # 254 bytes, each percent-encoded
+    assert decode(join.qr_png(link)) == [link]
+
+
+def test_qr_bytes_is_what_segno_holds_and_a_longer_link_has_no_code():
+    assert segno.make("a" * join.QR_BYTES, error="m").designator == "40-M"
+    with pytest.raises(segno.DataOverflowError):
+        segno.make("a" * (join.QR_BYTES + 1), error="m")
+    assert join.qr_png("http://h/" + "a" * join.QR_BYTES) is None
 
 
 @pytest.mark.parametrize("address", [None, "", "0.0.0.0", "::"])
@@ -195,6 +221,33 @@ def test_in_presentation_mode_the_button_that_enlarges_the_code_stands_out(prese
     at.query_params["presentation"] = presentation
     at.run()
     assert at.button(key="lesson_join_show").proto.type == kind
+
+
+def _long_link_page():
+    from views.join import join_panel
+
+    join_panel("é" * 1000, 2)                  # a link of 6,000 bytes: more than a QR code holds
+
+
+def test_a_link_too_long_for_a_qr_code_is_shown_with_a_note_and_no_code(monkeypatch):
+    monkeypatch.setenv(join.PUBLIC_URL_ENV, "http://room12.school:8501")
+    at = AppTest.from_function(_long_link_page, default_timeout=30).run()
+    assert not at.exception and not at.get("image")
+    (link,) = [c.value for c in at.code]
+    assert link == join.join_link("http://room12.school:8501", "é" * 1000, 2)
+    assert [c.value for c in at.caption] == [f"This link is {len(link.encode()):,} bytes, more than a QR code holds "
+                                             f"({join.QR_BYTES:,}): type it, each of you gets your own copy of "
+                                             "this step."]
+    assert not at.button
+
+
+def test_a_public_url_of_5000_characters_leaves_the_panel_running(monkeypatch):
+    monkeypatch.setenv(join.PUBLIC_URL_ENV, "http://room12.school/" + "a" * 5000)
+    at = AppTest.from_function(_panel_page, default_timeout=30).run()
+    assert not at.exception
+    assert len(at.code) == 1 and len(at.get("image")) == 1
+    (warning,) = at.warning
+    assert warning.value.startswith(f"{join.PUBLIC_URL_ENV} is 5,021 characters long") and "aaaa" not in warning.value
 
 
 def test_the_panel_warns_the_teacher_of_a_public_url_it_cannot_use(monkeypatch):

@@ -7,7 +7,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import hostile_lessons as hostile
 import pytest
+from hostile_lessons import hostile_folder
 
 from views import lesson_files as lf
 from views import state, theory
@@ -120,7 +122,7 @@ def test_a_broken_file_is_one_line_naming_the_file_and_the_field(tmp_path, old, 
     assert old in GOOD
     path = write(tmp_path, "broken.toml", GOOD.replace(old, new, 1))
     problems = problems_of(path)
-    prefix = f"{path}: {field}: " if field else f"{path}: "
+    prefix = f"{path.name}: {field}: " if field else f"{path.name}: "
     assert any(p.startswith(prefix) and says in p for p in problems), problems
 
 
@@ -137,7 +139,7 @@ def test_each_page_checks_its_own_parameters(tmp_path, view, field, says):
     text = f'title = "t"\nsummary = "s"\n[[steps]]\ntitle = "a"\ntext = "b"\nquestion = "c"\n[steps.view]\n{view}\n'
     path = write(tmp_path, "page.toml", text)
     problems = problems_of(path)
-    assert any(p.startswith(f"{path}: {field}: ") and says in p for p in problems), problems
+    assert any(p.startswith(f"{path.name}: {field}: ") and says in p for p in problems), problems
 
 
 def test_a_value_is_the_explorers_and_a_hidden_section_the_one_shown(tmp_path):
@@ -146,55 +148,58 @@ def test_a_value_is_the_explorers_and_a_hidden_section_the_one_shown(tmp_path):
             'hide = "jensen"\n')
     path = write(tmp_path, "theory.toml", text)
     problems = problems_of(path)
-    assert f"{path}: steps[1].reveal.value: a value is computed from the explorer's result: only an explorer " \
+    assert f"{path.name}: steps[1].reveal.value: a value is computed from the explorer's result: only an explorer " \
            "view has one" in problems
-    assert f"{path}: steps[1].reveal.hide: 'jensen' is not the section the view shows ('bam')" in problems
+    assert f"{path.name}: steps[1].reveal.hide: 'jensen' is not the section the view shows ('bam')" in problems
 
 
 def test_the_steps_are_counted_from_1_and_bounded(tmp_path):
     second = GOOD[GOOD.index("[[steps]]"):].replace("shape_k = 0.2", "shape_k = 0.1")
     path = write(tmp_path, "two.toml", GOOD + second)
-    assert [p for p in problems_of(path) if "shape_k" in p] == [f"{path}: steps[2].view.shape_k: 0.1 is outside "
+    assert [p for p in problems_of(path) if "shape_k" in p] == [f"{path.name}: steps[2].view.shape_k: 0.1 is outside "
                                                                 "0.2..1000"]
     many = write(tmp_path, "many.toml", GOOD + second.replace("0.1", "0.2") * lf.MAX_STEPS)
-    assert problems_of(many) == [f"{many}: steps: must be 1 to 30 [[steps]] tables, not 31"]
+    assert problems_of(many) == [f"{many.name}: steps: must be 1 to 30 [[steps]] tables, not 31"]
     none = write(tmp_path, "none.toml", GOOD[:GOOD.index("[[steps]]")])
-    assert problems_of(none) == [f"{none}: steps: must be 1 to 30 [[steps]] tables, not none"]
+    assert problems_of(none) == [f"{none.name}: steps: must be 1 to 30 [[steps]] tables, not none"]
 
 
 def test_a_file_that_is_not_utf8_says_so(tmp_path):
     data = GOOD.replace("teacher's", "café").encode("latin-1")
     path, at = write(tmp_path, "latin1.toml", data), data.index("é".encode("latin-1"))
-    assert problems_of(path) == [f"{path}: is not UTF-8 text (byte {at}): save it as UTF-8"]
+    assert problems_of(path) == [f"{path.name}: is not UTF-8 text (byte {at}): save it as UTF-8"]
 
 
 def test_a_teachers_folder_adds_lessons_and_a_broken_file_stops_only_itself(tmp_path, monkeypatch):
     folder = tmp_path / "class"
     folder.mkdir()
     write(folder, "mine.toml", GOOD)
-    broken = write(folder, "broken.toml", GOOD.replace("shape_k = 0.2", "shape_k = 5000"))
+    write(folder, "broken.toml", GOOD.replace("shape_k = 0.2", "shape_k = 5000"))
     single = write(tmp_path, "single.toml", GOOD)
     missing = tmp_path / "nowhere"
     monkeypatch.setenv(lf.LESSONS_ENV, os.pathsep.join([str(folder), f"{single},{missing}"]))
     lessons, problems = lf.load_lessons()
     ids = [x.id for x in lessons]
     assert ids[:2] == ["attention-random-variable", "prior-posterior-gap"] and ids[2:] == ["mine", "single"]
-    assert problems == [f"{missing}: $BAM_VIZ_LESSONS names it, but it is neither a folder nor a .toml file",
-                        f"{broken}: steps[1].view.shape_k: 5000 is outside 0.2..1000"]
+    assert problems == ["nowhere: $BAM_VIZ_LESSONS names it, but it is neither a folder nor a .toml file",
+                        "class/broken.toml: steps[1].view.shape_k: 5000 is outside 0.2..1000"]
 
 
 def test_an_id_given_twice_names_both_files(tmp_path):
     first, second = tmp_path / "a", tmp_path / "b"
     first.mkdir()
     second.mkdir()
-    one, two = write(first, "same.toml", GOOD), write(second, "same.toml", GOOD)
+    one = write(first, "same.toml", GOOD)
+    write(second, "same.toml", GOOD)
     lessons, problems = lf.load_lessons(f"{first},{second}")
     assert [x.path for x in lessons if x.id == "same"] == [one]
-    assert problems == [f"{two}: the lesson id 'same' (the file's name) is already taken by {one}: rename one of "
-                        "the two"]
+    assert problems == ["b/same.toml: the lesson id 'same' (the file's name) is already taken by a/same.toml: "
+                        "rename one of the two"]
     shipped = lf.SHIPPED / "prior-posterior-gap.toml"
-    copy = write(first, "prior-posterior-gap.toml", shipped.read_bytes())
-    assert lf.load_lessons(str(first))[1][0].startswith(f"{copy}: the lesson id 'prior-posterior-gap'")
+    write(first, "prior-posterior-gap.toml", shipped.read_bytes())
+    assert lf.load_lessons(str(first))[1][0].startswith("a/prior-posterior-gap.toml: the lesson id "
+                                                        "'prior-posterior-gap' (the file's name) is already taken "
+                                                        "by lessons/prior-posterior-gap.toml")
 
 
 def test_a_view_opens_what_its_panel_needs():
@@ -205,3 +210,57 @@ def test_a_view_opens_what_its_panel_needs():
     # The URL's values are read back by the pages' own loaders as the view's values.
     assert state._bool(lf.View("explorer", {"why": True}).query()["why"]) is True
     assert state._float(lf.View("explorer", {"beta": 0.0316}).query()["beta"], 1e-4, 1e4) == 0.0316
+
+
+# ---- a hostile or careless teacher's folder --------------------------------------------------------
+def test_every_hostile_file_is_one_line_naming_it_in_its_folder_and_the_others_load(tmp_path, monkeypatch):
+    folder = hostile_folder(tmp_path / "class", GOOD)
+    opened = []
+    real_open = os.open
+    monkeypatch.setattr(os, "open", lambda path, *a, **k: (opened.append(Path(path).name), real_open(path, *a, **k))[1])
+    lessons, problems = lf.load_lessons(str(folder))
+    assert [x.id for x in lessons] == ["attention-random-variable", "prior-posterior-gap", "good"]
+    assert len(problems) == len(hostile.CASES)
+    for line, start in zip(problems, hostile.expected(folder), strict=True):
+        assert line.startswith(start), (line[:200], start[:200])
+    # One line each, short, and no path of the server's disk.
+    assert all("\n" not in p and len(p) < 300 and str(tmp_path) not in p for p in problems)
+    # Judged by their metadata: the pipe, /dev/zero, the folder and the file over the limit are never opened.
+    assert not {"pipe.toml", "zero.toml", "folder.toml", "big.toml"} & set(opened)
+    assert {"good.toml", "deep.toml", "steps.toml"} <= set(opened)
+
+
+def test_a_10000_step_lesson_is_refused_before_any_step_is_checked(tmp_path, monkeypatch):
+    def checked(*args):
+        raise AssertionError("a step was checked")
+
+    monkeypatch.setattr(lf, "_step", checked)
+    for name in ("steps.toml", "inline.toml"):
+        make, why = hostile.CASES[name]
+        make(tmp_path / name)
+        assert problems_of(tmp_path / name) == [f"{name}: {why}"]
+
+
+def test_a_file_is_read_and_checked_once_a_version(tmp_path, monkeypatch):
+    """Until its size, modification time or inode change: the Lessons page reads every file on every run."""
+    parsed, real_loads = [], lf.tomllib.loads
+    monkeypatch.setattr(lf.tomllib, "loads", lambda source: (parsed.append(1), real_loads(source))[1])
+    path, models = write(tmp_path, "mine.toml", GOOD), lf.bam_viz.available_models()
+    first, again = lf.read_lesson(path, models), lf.read_lesson(path, models)
+    assert first[0] is again[0] and first[1] == again[1] == [] and len(parsed) == 1
+    stamp = path.stat()
+    os.utime(path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns + 1_000_000_000))      # saved again, same bytes
+    assert lf.read_lesson(path, models)[0] == first[0] and len(parsed) == 2
+    path.write_text(GOOD.replace("shape_k = 0.2", "shape_k = 5000"), encoding="utf-8")
+    assert problems_of(path) == ["mine.toml: steps[1].view.shape_k: 5000 is outside 0.2..1000"]
+    assert len(parsed) == 3
+    replaced = write(tmp_path, "other.toml", GOOD)
+    os.replace(replaced, path)                                    # a new inode with the first bytes
+    assert problems_of(path) == [] and len(parsed) == 4
+
+
+def test_brackets_and_dots_in_strings_and_comments_nest_nothing(tmp_path):
+    deep, dots = "[" * 40, ".".join("abcdefghijklmnopqrstuvwxyz")
+    text = GOOD.replace('"Some *markdown*."', f'"""{deep} {dots}\n{deep}"""  # {{{{{{{{{{{{{{{{{{{{{{{{ {dots}')
+    text = text.replace('"It spreads."', f"'{deep}'").replace('"What will k do?"', f'"\\"{deep}"')
+    assert problems_of(write(tmp_path, "brackets.toml", text)) == []

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 from app_pages import app_page, ok
+from hostile_lessons import CASES, expected, hostile_folder
 from streamlit.testing.v1 import AppTest
 
-from views import corpus, lesson_files, lessons, state, theory
+from views import corpus, join, lesson_files, lessons, state, theory
+from views.text import md_escape, safe_links
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 PAGE = "views/lessons.py"
@@ -163,7 +165,7 @@ def test_a_teachers_lesson_from_bam_viz_lessons_appears_and_a_broken_one_says_wh
     at = new_page().run()
     assert not at.exception, [e.value for e in at.exception]
     assert [e.value.replace("\\", "") for e in at.error] == [
-        f"{broken}: steps[1].view.page: 'corpora' is not a page (the pages: explorer, theory, corpus)"]
+        f"class/{broken.name}: steps[1].view.page: 'corpora' is not a page (the pages: explorer, theory, corpus)"]
     ours = lesson_files.read_lesson(folder / "ours.toml", lesson_files.bam_viz.available_models())[0]
     ok(at.button(key="lesson_start_ours").click().run())
     assert_step(at, ours, 1)
@@ -204,3 +206,44 @@ def test_a_rerun_that_brings_an_older_url_does_not_move_the_step_back():
     ok(at.run())
     assert any("Step 2 of" in c.value for c in at.caption)
     assert str(at.query_params["step"]).strip("[]'") == "2"
+
+
+LINKS = TEACHER.replace("The shipped test splits.", "[data](data:text/html,<script>alert(1)</script>), "
+                        "[js](javascript:alert(1)), <data:text/html,x> and [the corpus](./corpus)")
+
+
+def test_a_hostile_teachers_folder_leaves_the_page_running_with_one_line_a_file(tmp_path, monkeypatch):
+    """Each file that crashed, hung or exhausted memory (a 5,000-level nesting, a named pipe, a link to
+    /dev/zero, 10,000 steps) is one error naming it within the teacher's folder; the shipped lessons and
+    the teacher's good ones are still listed, and a lesson's links to other schemes show as text."""
+    folder = hostile_folder(tmp_path / "class", LINKS)
+    monkeypatch.setenv(lesson_files.LESSONS_ENV, str(folder))
+    at = new_page().run()
+    assert not at.exception, [e.value for e in at.exception]
+    problems = lesson_files.load_lessons()[1]
+    assert [e.value for e in at.error] == [md_escape(p) for p in problems]
+    assert len(problems) == len(CASES)
+    for line, start in zip(problems, expected(folder), strict=True):
+        assert line.startswith(start), (line[:200], start[:200])
+    assert not any(str(tmp_path) in e.value.replace("\\", "") for e in at.error)
+    for lesson in ("attention-random-variable", "prior-posterior-gap", "good"):
+        assert at.button(key=f"lesson_start_{lesson}")
+    ok(at.button(key="lesson_start_good").click().run())
+    (text,) = [m.value for m in at.markdown if "javascript" in m.value]
+    assert text == safe_links(LINKS.split('text = "')[1].split('"')[0])
+    assert "[data\\](data:" in text and "[js\\](javascript:" in text and "\\<data:" in text
+    assert "[the corpus](./corpus)" in text
+
+
+def test_a_5000_character_public_url_leaves_the_steps_running(monkeypatch):
+    """The setting is refused in one line on every step (the join panel is the same on each): the QR
+    code of the link made without it is drawn, and Next still moves on."""
+    monkeypatch.setenv(join.PUBLIC_URL_ENV, "http://room12.school/" + "a" * 5000)
+    lesson = lesson_files.load_lessons("")[0][1]
+    at = ok(new_page(lesson=lesson.id, step="1").run())
+    for n in (1, 2):
+        assert_step(at, lesson, n)
+        (warning,) = [w.value for w in at.warning if join.PUBLIC_URL_ENV in w.value]
+        assert "5,021 characters long" in warning and "aaaa" not in warning
+        assert at.get("image") and "room12" not in at.code[0].value
+        at.button(key="lesson_next").click().run()

@@ -5,8 +5,9 @@ from __future__ import annotations
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from hostile_links import DEAD, LIVE
 
-from views.text import explorer_link, md_escape, token_option
+from views.text import explorer_link, md_escape, safe_links, token_option
 
 HOSTILE = ["[CLS]", "<script>alert(1)</script>", "a&b", "<b>", "the", "the", "\u200b", "\x07", "שלום",
            "[SEP]"]
@@ -31,3 +32,18 @@ def test_the_explorer_link_carries_text_and_model(text):
     assert parse_qs(url.query, keep_blank_values=True) == {"text": [text], "model": ["bam-wc"]}
     assert " " not in link and "\n" not in link
     assert parse_qs(urlparse(explorer_link(text, None)).query) == {"text": [text]}
+
+
+@pytest.mark.parametrize("text", DEAD)
+def test_a_link_to_another_scheme_is_shown_as_text(text):
+    shown = safe_links(text)
+    assert shown.replace("\\", "") == text.replace("\\", "")        # what it shows: the text as typed
+    opener = "<" if text.startswith("<") else "]"
+    at = shown.index("\\" + opener)                                  # its opener escaped: no link starts there
+    assert (len(shown[:at]) - len(shown[:at].rstrip("\\"))) % 2 == 0
+    assert safe_links(shown) == shown
+
+
+@pytest.mark.parametrize("text", list(LIVE))
+def test_an_http_relative_or_already_escaped_link_is_left_as_written(text):
+    assert safe_links(text) == text

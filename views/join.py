@@ -17,6 +17,8 @@ from urllib.parse import quote, urlencode, urlsplit
 import segno
 import streamlit as st
 
+from views.text import md_escape
+
 ss = st.session_state
 # A teacher behind a name or a proxy states the address students use, e.g. http://room12.school:8501
 PUBLIC_URL_ENV = "BAM_VIZ_PUBLIC_URL"
@@ -26,6 +28,11 @@ EVERY_INTERFACE = ("", "0.0.0.0", "::")
 # 540 px when shown large, which fits a 1280 x 720 projector with the link beneath it and is read
 # from the back of the room.
 QR_SCALE, QR_SCALE_LARGE = 8, 12
+# What a QR code holds: a version-40 code at error correction M, 2,331 bytes (ISO/IEC 18004, table 7).
+QR_BYTES = 2331
+# The longest PUBLIC_URL_ENV used: a code's bytes, less room for the rest of a join link
+# (`/lessons?lesson=<id>&step=<n>`, an id of 255 bytes percent-encoded in three each).
+MAX_PUBLIC_URL = QR_BYTES - (3 * 255 + 32)
 CLASS_COMMAND = "`ADDRESS=0.0.0.0 make run` (or `streamlit run app.py --server.address 0.0.0.0`)"
 
 
@@ -36,12 +43,16 @@ def join_link(base: str, lesson: str, step: int) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def qr_png(link: str, scale: int = QR_SCALE) -> bytes:
+def qr_png(link: str, scale: int = QR_SCALE) -> bytes | None:
     """The QR code of `link` as PNG bytes, made once a link (11 ms each, and every student's first run
-    draws one). Error correction M survives a projector's glare; the 4-module border is the quiet zone
-    the standard asks for."""
+    draws one); None when the link is longer than a code holds (`QR_BYTES`). Error correction M
+    survives a projector's glare; the 4-module border is the quiet zone the standard asks for."""
+    try:
+        code = segno.make(link, error="m")
+    except segno.DataOverflowError:
+        return None
     buf = io.BytesIO()
-    segno.make(link, error="m").save(buf, kind="png", scale=scale, border=4)
+    code.save(buf, kind="png", scale=scale, border=4)
     return buf.getvalue()
 
 
@@ -84,7 +95,10 @@ def _origin(scheme: str, host: str, port: int | None) -> str:
 
 
 def _public_url(value: str) -> str | None:
-    """`value` without its trailing slash when it is http(s)://host[:port][/path], else None."""
+    """`value` without its trailing slash when it is http(s)://host[:port][/path] of at most
+    MAX_PUBLIC_URL characters, else None."""
+    if len(value.strip()) > MAX_PUBLIC_URL:
+        return None
     try:
         url = urlsplit(value.strip())
         url.port                              # noqa: B018 -- raises ValueError on a port that is not one
@@ -110,7 +124,7 @@ def _browser_origin(url: str | None) -> tuple[str, str, int | None] | None:
 def server_base_url(address: str | None, port: int, base_path: str = "", *, https: bool = False,
                     public_url: str | None = None, browser_url: str | None = None,
                     lan=lan_address) -> tuple[str, str | None]:
-    """(the base URL students open, a warning for the teacher or None).
+    """(the base URL students open, a warning for the teacher in Markdown or None).
 
     In this order: `public_url` ($BAM_VIZ_PUBLIC_URL) when it is a valid address; the teacher's own
     `browser_url` when it is not loopback (they reached the server by a name students can use too);
@@ -120,8 +134,12 @@ def server_base_url(address: str | None, port: int, base_path: str = "", *, http
     if public_url:
         if (base := _public_url(public_url)) is not None:
             return base, None
-        warnings.append(f"{PUBLIC_URL_ENV}={public_url!r} is not an http(s)://host[:port][/path] address, "
-                        "so it is not used.")
+        if len(public_url.strip()) > MAX_PUBLIC_URL:
+            warnings.append(f"{PUBLIC_URL_ENV} is {len(public_url.strip()):,} characters long, over the "
+                            f"{MAX_PUBLIC_URL:,} a QR code holds with a lesson's link, so it is not used.")
+        else:
+            warnings.append(f"{PUBLIC_URL_ENV}={md_escape(repr(public_url))} is not an "
+                            "http(s)://host[:port][/path] address, so it is not used.")
     path = "/" + base_path.strip("/") if base_path and base_path.strip("/") else ""
     scheme, host = ("https" if https else "http"), (address or "").strip()
     if (seen := _browser_origin(browser_url)) is not None:
@@ -158,7 +176,8 @@ def _close_large() -> None:
 @st.dialog("Scan to join this step", width="large", on_dismiss=_close_large)
 def _large(link: str) -> None:
     with st.container(key="lesson_join_large"):
-        st.image(qr_png(link, scale=QR_SCALE_LARGE), alt=f"QR code of {link}")
+        if (png := qr_png(link, scale=QR_SCALE_LARGE)) is not None:
+            st.image(png, alt=f"QR code of {link}")
         st.code(link, language=None, wrap_lines=True)
 
 
@@ -171,13 +190,19 @@ def join_panel(lesson: str, step: int) -> None:
     with st.container(key="lesson_join"):
         base, warning = served_base_url()
         link = join_link(base, lesson, step)
-        st.image(qr_png(link), width="stretch", alt=f"QR code of {link}")
+        png = qr_png(link)
+        if png is not None:
+            st.image(png, width="stretch", alt=f"QR code of {link}")
         with st.container(key="lesson_link"):
             st.code(link, language=None, wrap_lines=True)
-        st.caption("Scan the code or type the link: each of you gets your own copy of this step.")
-        # On a projector the class scans the code from the screen: the button that enlarges it stands out.
-        st.button("Show the code large", key="lesson_join_show", on_click=_open_large, args=(link,),
-                  type="primary" if ss.get("presentation") else "secondary")
+        if png is None:
+            st.caption(f"This link is {len(link.encode()):,} bytes, more than a QR code holds ({QR_BYTES:,}): "
+                       "type it, each of you gets your own copy of this step.")
+        else:
+            st.caption("Scan the code or type the link: each of you gets your own copy of this step.")
+            # On a projector the class scans the code from the screen: the button that enlarges it stands out.
+            st.button("Show the code large", key="lesson_join_show", on_click=_open_large, args=(link,),
+                      type="primary" if ss.get("presentation") else "secondary")
         if warning:
             st.warning(warning)
     if ss.get("_join_large") == link:

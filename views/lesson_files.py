@@ -6,13 +6,19 @@ folders of `*.toml` files, or single files, after them. A step's view names a pa
 page's URL parameters, by the names and within the ranges the page itself reads them with
 (`views/state.py`, `views/theory.py`, `views/corpus.py`): a lesson is a list of links, checked.
 
-Every problem is one line naming the file and the field, `<path>: steps[3].view.shape_k: ...`
+Every problem is one line naming the file and the field, `<file>: steps[3].view.shape_k: ...`
 (steps counted from 1, as the page counts them); a file with a problem is left out, and the others load.
+A file is named as the teacher would find it, by its folder's name and its own, never by the server's
+path. A teacher's file is read within bounds (a regular file, `MAX_BYTES`, `MAX_NESTING`, `MAX_STEPS`
+before any step is checked), and what a file gives is kept until its size, time or inode change.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import re
+import reprlib
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +27,7 @@ from typing import NamedTuple
 
 import bam_viz
 from bam_viz import families, zoo
+from bam_viz.core.files import FileRefused, file_stamp, read_regular, toml_too_deep
 from bam_viz.core.labels import LABELS
 from bam_viz.data import CORPORA
 from bam_viz.evaluation import corpus as corpus_lib
@@ -29,6 +36,8 @@ from views import components, corpus, state, theory
 LESSONS_ENV = "BAM_VIZ_LESSONS"
 SHIPPED = Path(__file__).resolve().parents[1] / "lessons"
 MAX_STEPS = 30
+MAX_BYTES = 256 * 1024                       # a shipped lesson is 7 KiB
+MAX_NESTING = 16                             # arrays and tables within each other; a lesson needs 4
 LESSON_FIELDS = ("title", "summary", "minutes", "steps")
 STEP_FIELDS = ("title", "text", "question", "view", "reveal")
 REVEAL_FIELDS = ("answer", "hide", "value")
@@ -38,10 +47,25 @@ THEORY_SECTION = "section"                   # the Theory lab's URL name of the 
 
 # ---- a parameter's check: None when `value` is good, else what is wrong ---------------------------------
 Check = Callable[[object, list[str]], "str | None"]      # (value, the models there are)
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxother = _SHORT.maxlong = 60
+
+
+def quoted(value) -> str:
+    """A file's value as a problem line quotes it: its repr, cut short whatever the file holds."""
+    return _SHORT.repr(value)
+
+
+_KEY = re.compile(r"[\w-]{1,60}")
+
+
+def key_text(key: str) -> str:
+    """A file's key as a field path writes it: as it is when it is a short bare key, else quoted and cut."""
+    return key if _KEY.fullmatch(key) else quoted(key)
 
 
 def _number_text(x) -> str:
-    return f"{x:g}" if isinstance(x, float) else str(x)
+    return f"{x:g}" if isinstance(x, float) else quoted(x)
 
 
 def text(value, models) -> str | None:
@@ -56,7 +80,7 @@ def number(lo: float, hi: float, integer: bool = False) -> Check:
     def check(value, models) -> str | None:
         kinds = (int,) if integer else (int, float)
         if isinstance(value, bool) or not isinstance(value, kinds):
-            return f"must be {'an integer' if integer else 'a number'}, not {_number_text(value)!r}"
+            return f"must be {'an integer' if integer else 'a number'}, not {quoted(value)}"
         if not lo <= value <= hi:
             return f"{_number_text(value)} is outside {_number_text(lo)}..{_number_text(hi)}"
         return None
@@ -71,14 +95,14 @@ def index(value, models) -> str | None:
 def choice(options) -> Check:
     def check(value, models) -> str | None:
         return None if isinstance(value, str) and value in options else \
-            f"{value!r} is not one of {', '.join(map(str, options))}"
+            f"{quoted(value)} is not one of {', '.join(map(str, options))}"
     return check
 
 
 def one_of(options: tuple[int, ...]) -> Check:
     def check(value, models) -> str | None:
         return None if type(value) is int and value in options else \
-            f"{value!r} is not one of {', '.join(map(str, options))}"
+            f"{quoted(value)} is not one of {', '.join(map(str, options))}"
     return check
 
 
@@ -94,7 +118,7 @@ def corpora(value, models) -> str | None:
     """Corpus names joined by commas, as in the Corpus page's links."""
     names = value.split(",") if isinstance(value, str) else None
     if not names or not all(n in CORPORA for n in names):
-        return f"{value!r} is not corpus names joined by commas ({', '.join(CORPORA)})"
+        return f"{quoted(value)} is not corpus names joined by commas ({', '.join(CORPORA)})"
     return None
 
 
@@ -228,17 +252,17 @@ class Lesson:
 
 # ---- reading -------------------------------------------------------------------------------------------
 class _Problems:
-    def __init__(self, path: Path):
-        self.path, self.lines = path, []
+    def __init__(self, name: str):
+        self.name, self.lines = name, []
 
     def add(self, field: str, why: str) -> None:
-        self.lines.append(f"{self.path}: {field}: {why}" if field else f"{self.path}: {why}")
+        self.lines.append(f"{self.name}: {field}: {why}" if field else f"{self.name}: {why}")
 
 
 def _unknown(table: dict, known, where: str, problems: _Problems) -> None:
     for key in table:
         if key not in known:
-            problems.add(f"{where}{key}", f"unknown field (the fields here: {', '.join(known)})")
+            problems.add(f"{where}{key_text(key)}", f"unknown field (the fields here: {', '.join(known)})")
 
 
 def _string(table: dict, key: str, where: str, problems: _Problems, required: bool = True) -> str | None:
@@ -278,14 +302,15 @@ def _model_checks(params: dict, where: str, problems: _Problems) -> None:
     for key in (state.TARGET_KEY, "why_target"):
         value = params.get(key)
         if isinstance(value, str) and value not in (*classes, "predicted"):
-            problems.add(f"{where}{key}", f"{value!r} is not a class of {name} ({', '.join(classes)}, or predicted)")
+            problems.add(f"{where}{key}", f"{quoted(value)} is not a class of {name} ({', '.join(classes)}, "
+                                          "or predicted)")
 
 
 def _panel(value, page: Page, key: str, where: str, problems: _Problems) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or value not in page.panels:
-        problems.add(f"{where}{key}", f"{value!r} is not a part of the {page.title} (its parts: "
+        problems.add(f"{where}{key}", f"{quoted(value)} is not a part of the {page.title} (its parts: "
                                       f"{', '.join(page.panels)})")
         return None
     return value
@@ -300,15 +325,16 @@ def _view(table, where: str, models: list[str], problems: _Problems) -> View | N
         problems.add(f"{where}page", f"is missing (the pages: {', '.join(PAGES)})")
         return None
     if not isinstance(name, str) or name not in PAGES:
-        problems.add(f"{where}page", f"{name!r} is not a page (the pages: {', '.join(PAGES)})")
+        problems.add(f"{where}page", f"{quoted(name)} is not a page (the pages: {', '.join(PAGES)})")
         return None
     page = PAGES[name]
     params = {k: v for k, v in table.items() if k not in VIEW_FIELDS}
     bad = len(problems.lines)
     for key, value in params.items():
         if key not in page.params:
-            problems.add(f"{where}{key}", f"the {page.title} has no parameter {key} (its parameters: "
-                                          f"{', '.join(page.params)}, and {', '.join(VIEW_FIELDS)})")
+            problems.add(f"{where}{key_text(key)}", f"the {page.title} has no parameter {key_text(key)} (its "
+                                                    f"parameters: {', '.join(page.params)}, and "
+                                                    f"{', '.join(VIEW_FIELDS)})")
         elif (why := page.params[key](value, models)) is not None:
             problems.add(f"{where}{key}", why)
     if name == "explorer" and len(problems.lines) == bad:
@@ -316,7 +342,7 @@ def _view(table, where: str, models: list[str], problems: _Problems) -> View | N
     panel = _panel(table.get("panel"), page, "panel", where, problems)
     section = params.get(THEORY_SECTION)
     if name == "theory" and panel and section is not None and panel != section:
-        problems.add(f"{where}panel", f"{panel!r} is not the section the view shows ({section!r})")
+        problems.add(f"{where}panel", f"{panel!r} is not the section the view shows ({quoted(section)})")
     return View(name, params, panel)
 
 
@@ -329,15 +355,15 @@ def _reveal(table, view: View | None, where: str, problems: _Problems) -> Reveal
     hide, value = table.get("hide"), table.get("value")
     if view is not None:
         hide = _panel(hide, PAGES[view.page], "hide", where, problems)
-        shown = view.params.get(THEORY_SECTION, view.panel or theory.CHOICES[THEORY_SECTION][1])
-        if view.page == "theory" and hide and hide != shown:
-            problems.add(f"{where}hide", f"{hide!r} is not the section the view shows ({shown!r})")
+        section = view.params.get(THEORY_SECTION, view.panel or theory.CHOICES[THEORY_SECTION][1])
+        if view.page == "theory" and hide and hide != section:
+            problems.add(f"{where}hide", f"{hide!r} is not the section the view shows ({quoted(section)})")
     if value is not None:
         if view is not None and view.page != "explorer":
             problems.add(f"{where}value", "a value is computed from the explorer's result: only an explorer "
                                           "view has one")
         elif not isinstance(value, str) or value not in VALUES:
-            problems.add(f"{where}value", f"{value!r} is not a value (the values: {', '.join(VALUES)})")
+            problems.add(f"{where}value", f"{quoted(value)} is not a value (the values: {', '.join(VALUES)})")
     return Reveal(answer or "", hide, value)
 
 
@@ -352,38 +378,83 @@ def _step(table, where: str, models: list[str], problems: _Problems) -> Step | N
     return Step(title or "", text_ or "", question or "", view, reveal) if view else None
 
 
-def read_lesson(path: Path, models: list[str]) -> tuple[Lesson | None, list[str]]:
-    """The lesson in `path`, or None and every problem found in it."""
-    problems = _Problems(path)
+# ---- a file: read within bounds, checked once a version -----------------------------------------------
+# A step's header, counted before tomllib parses the steps (30 µs a table): 10,000 are refused at once.
+_STEP_HEADER = re.compile(r"^[ \t]*\[\[[ \t]*steps[ \t]*\]\]", re.MULTILINE)
+
+
+def _too_many(n: int | str) -> str:
+    return f"must be 1 to {MAX_STEPS} [[steps]] tables, not {n}"
+
+
+def _too_deep(line: int | None) -> str:
+    at = f" (line {line})" if line else ""
+    return f"nests arrays or tables more than {MAX_NESTING} deep{at}: a lesson needs 4"
+
+
+def read_lesson(path: Path, models: list[str], name: str | None = None) -> tuple[Lesson | None, list[str]]:
+    """The lesson in `path`, or None and every problem found in it, each line starting with `name` (the
+    file's name by default). Checked once a version of the file (`file_stamp`) and of the models."""
+    name = name or path.name
     try:
-        source = path.read_bytes().decode("utf-8")
+        stamp = file_stamp(path, MAX_BYTES)
+    except FileRefused as err:
+        return None, [f"{name}: {err}"]
+    lesson, problems = _checked(path, name, tuple(models), stamp)
+    return lesson, list(problems)
+
+
+@functools.lru_cache(maxsize=256)
+def _checked(path: Path, name: str, models: tuple[str, ...], stamp: tuple) -> tuple[Lesson | None, tuple]:
+    """`read_lesson`'s answer for the version `stamp` of the file, which only keys the cache: a changed
+    file is a new entry, read and checked again."""
+    problems = _Problems(name)
+    try:
+        source = read_regular(path, MAX_BYTES).decode("utf-8")
+        if (headers := len(_STEP_HEADER.findall(source))) > MAX_STEPS:
+            raise FileRefused(f"steps: {_too_many(headers)}")
+        if (line := toml_too_deep(source, MAX_NESTING)) is not None:
+            raise FileRefused(_too_deep(line))
         data = tomllib.loads(source)
+    except FileRefused as err:
+        problems.add("", str(err))
     except UnicodeDecodeError as err:
         problems.add("", f"is not UTF-8 text (byte {err.start}): save it as UTF-8")
-        return None, problems.lines
+    except RecursionError:                 # a nesting the scan did not see, should tomllib read it otherwise
+        problems.add("", _too_deep(None))
     except tomllib.TOMLDecodeError as err:
         problems.add("", f"is not valid TOML: {err}")
-        return None, problems.lines
-    except OSError as err:
-        problems.add("", f"cannot be read ({err.strerror or type(err).__name__})")
-        return None, problems.lines
+    except ValueError as err:              # int()'s refusal of 5,000 digits, less its advice on Python settings
+        problems.add("", f"is not valid TOML: {str(err).split(':')[0]}")
+    if problems.lines:
+        return None, tuple(problems.lines)
     _unknown(data, LESSON_FIELDS, "", problems)
     title, summary = _string(data, "title", "", problems), _string(data, "summary", "", problems)
     minutes = data.get("minutes")
     if minutes is not None and (type(minutes) is not int or minutes <= 0):
-        problems.add("minutes", f"must be a positive integer, not {minutes!r}")
+        problems.add("minutes", f"must be a positive integer, not {quoted(minutes)}")
     raw = data.get("steps")
-    if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_STEPS:
-        problems.add("steps", f"must be 1 to {MAX_STEPS} [[steps]] tables, not "
-                              f"{len(raw) if isinstance(raw, list) else 'none'}")
-        raw = raw if isinstance(raw, list) else []
-    steps = [_step(s, f"steps[{i}].", models, problems) for i, s in enumerate(raw, start=1)]
+    if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_STEPS:      # before any step is checked
+        problems.add("steps", _too_many(len(raw) if isinstance(raw, list) else "none"))
+        return None, tuple(problems.lines)
+    names = list(models)
+    steps = [_step(s, f"steps[{i}].", names, problems) for i, s in enumerate(raw, start=1)]
     if problems.lines:
-        return None, problems.lines
-    return Lesson(path.stem, path, title, summary, tuple(steps), minutes), []
+        return None, tuple(problems.lines)
+    return Lesson(path.stem, path, title, summary, tuple(steps), minutes), ()
 
 
-def lesson_files(value: str | None = None) -> tuple[list[Path], list[str]]:
+class LessonFile(NamedTuple):
+    path: Path
+    name: str                  # what its problem lines call it: its folder's name and its own
+
+
+def _file_name(*parts: str) -> str:
+    name = "/".join(p for p in parts if p)
+    return name if name.isprintable() else quoted(name)
+
+
+def lesson_files(value: str | None = None) -> tuple[list[LessonFile], list[str]]:
     """The shipped lesson files, then those `$BAM_VIZ_LESSONS` names (folders of *.toml, or files), and a
     line for each entry that is neither."""
     value = os.environ.get(LESSONS_ENV, "") if value is None else value
@@ -393,14 +464,18 @@ def lesson_files(value: str | None = None) -> tuple[list[Path], list[str]]:
         if path.is_dir():
             files += _toml_files(path)
         elif path.is_file() and path.suffix == ".toml":
-            files.append(path)
+            files.append(LessonFile(path, _file_name(path.name)))
         else:
-            problems.append(f"{path}: ${LESSONS_ENV} names it, but it is neither a folder nor a .toml file")
+            problems.append(f"{_file_name(path.name or entry)}: ${LESSONS_ENV} names it, but it is neither a "
+                            "folder nor a .toml file")
     return files, problems
 
 
-def _toml_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.glob("*.toml") if not p.name.startswith(".")) if folder.is_dir() else []
+def _toml_files(folder: Path) -> list[LessonFile]:
+    if not folder.is_dir():
+        return []
+    return [LessonFile(p, _file_name(folder.name, p.name))
+            for p in sorted(folder.glob("*.toml")) if not p.name.startswith(".")]
 
 
 def load_lessons(value: str | None = None) -> tuple[list[Lesson], list[str]]:
@@ -408,15 +483,15 @@ def load_lessons(value: str | None = None) -> tuple[list[Lesson], list[str]]:
     file never stops the others."""
     files, problems = lesson_files(value)
     models = bam_viz.available_models()
-    lessons: dict[str, Lesson] = {}
-    for path in files:
-        lesson, found = read_lesson(path, models)
+    lessons: dict[str, tuple[Lesson, str]] = {}
+    for file in files:
+        lesson, found = read_lesson(file.path, models, file.name)
         problems += found
         if lesson is None:
             continue
         if lesson.id in lessons:
-            problems.append(f"{path}: the lesson id {lesson.id!r} (the file's name) is already taken by "
-                            f"{lessons[lesson.id].path}: rename one of the two")
+            problems.append(f"{file.name}: the lesson id {quoted(lesson.id)} (the file's name) is already taken "
+                            f"by {lessons[lesson.id][1]}: rename one of the two")
             continue
-        lessons[lesson.id] = lesson
-    return list(lessons.values()), problems
+        lessons[lesson.id] = lesson, file.name
+    return [lesson for lesson, _ in lessons.values()], problems

@@ -8,6 +8,8 @@ that page's own `main()` run with the step's controls. A step's view is applied 
 would be: the page's session keys are dropped, the URL set to the view's parameters, and the page's
 once-per-session URL flag reset, so that its own `load_query_params` checks and applies them. On a
 session's first run the URL's other parameters (a copied link of an adjusted view) win over the step's.
+A lesson's own text is Markdown, shown through `views.text.safe_links` (a link is http(s) or relative),
+and every line about a file, through `md_escape`.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from bam_viz.core.text import display_token
 from bam_viz.plots.wording import count
 from views import corpus, explorer, join, lesson_files, state, theory
 from views.lesson_files import PAGES, VALUES, Lesson, Step
-from views.text import md_escape
+from views.text import md_escape, safe_links
 
 ss = st.session_state
 # Each page's once-per-session URL flag, set by its `load_query_params`.
@@ -125,8 +127,8 @@ def lesson_list(lessons: list[Lesson], problems: list[str]) -> None:
         st.error(md_escape(problem))
     for lesson in lessons:
         with st.container(border=True):
-            st.subheader(lesson.title)
-            st.markdown(lesson.summary)
+            st.subheader(safe_links(lesson.title))
+            st.markdown(safe_links(lesson.summary))
             minutes = f" · about {lesson.minutes} minutes" if lesson.minutes else ""
             st.caption(count(len(lesson.steps), "step") + minutes)
             st.button("Start", key=f"lesson_start_{lesson.id}", on_click=_start, args=(lesson.id,))
@@ -136,11 +138,11 @@ def card(lesson: Lesson, n: int, step: Step, revealed: bool):
     """The step's card; returns where the revealed number goes (None when there is none to show)."""
     page = PAGES[step.view.page]
     with st.container(key="lesson_step", border=True):
-        st.caption(f"{lesson.title} · Step {n} of {len(lesson.steps)} · {page.title}")
-        st.subheader(step.title)
-        st.markdown(step.text)
+        st.caption(f"{safe_links(lesson.title)} · Step {n} of {len(lesson.steps)} · {page.title}")
+        st.subheader(safe_links(step.title))
+        st.markdown(safe_links(step.text))
         with st.container(key="lesson_question"):
-            st.markdown(step.question)
+            st.markdown(safe_links(step.question))
         if step.view.panel:
             st.markdown(f"Look at: **{page.panels[step.view.panel].label}** (outlined below).")
         reveal = step.reveal
@@ -157,7 +159,7 @@ def card(lesson: Lesson, n: int, step: Step, revealed: bool):
             return None
         with st.container(key="lesson_answer"):
             slot = st.empty() if reveal.value else None
-            st.markdown(reveal.answer)
+            st.markdown(safe_links(reveal.answer))
     return slot
 
 
