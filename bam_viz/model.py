@@ -173,6 +173,14 @@ class BamClassifier(nn.Module):
         return self.attention_family.stochastic or self.config.mc_dropout
 
     @property
+    def attention_dropout(self) -> float:
+        """p of the dropout kept on at inference in the stochastic layers (mc-dropout: on their attention
+        weights and both residual branches), else 0. A dropped weight is 0 and a kept one is scaled by
+        1/(1 - p) (`bam_viz.nn.attention.dropout`), so a sampled row sums to 1 only on average, and a
+        weight can reach 1/(1 - p)."""
+        return self.config.dropout if self.config.mc_dropout else 0.0
+
+    @property
     def slider_specs(self) -> tuple[HyperSpec, ...]:
         """The hyperparameters a slider moves, with their ranges and labels."""
         return self.attention_family.slider_specs
@@ -207,8 +215,8 @@ class BamClassifier(nn.Module):
     def _dropout_p(self, layer: int, mode: Mode) -> float:
         if self.training:
             return self.config.dropout
-        if self.config.mc_dropout and mode is Mode.SAMPLE and layer in self.config.stochastic_layers:
-            return self.config.dropout
+        if mode is Mode.SAMPLE and layer in self.config.stochastic_layers:
+            return self.attention_dropout
         return 0.0
 
     def lower(self, ids, mask, generator=None, trace: Trace = Trace.NONE, embedded: torch.Tensor | None = None):

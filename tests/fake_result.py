@@ -174,6 +174,7 @@ def make_fake_result(
         prior_sample_weights=prior_sample_weights, kl=kl, sample_probs=sample_probs,
         mc_probs=sample_probs.mean(0), softmax_probs=softmax_probs, mean_attention_probs=mean_attention_probs,
         mean_attention_slopes=slopes, posterior_params=posterior_params, prior_params=prior_params,
+        attention_dropout=DROPOUT if family == "mc-dropout" else 0.0,
     )
 
 

@@ -10,9 +10,11 @@ import plotly.graph_objects as go
 import pytest
 import torch
 from fake_result import make_fake_result
+from scipy import stats
 
 from bam_viz import families
 from bam_viz.core.labels import LABELS
+from bam_viz.core.metrics import interval_multiplier
 from bam_viz.core.text import display_token
 from bam_viz.plots import captions, explorer, kit, style, tokens
 from bam_viz.plots.format import se_digits, signed, with_se
@@ -100,9 +102,10 @@ def test_expected_traces(family):
     pred_names = [t.name for t in f["prediction"].data]
     assert {LABELS["mean_attention"], LABELS["softmax"], "E[f(z)]: average over samples"} <= set(pred_names)
     assert sum(f["prediction"].data[0].y) == S
-    # aleatoric + epistemic: the expected entropy and the (bias-corrected) MI, counted from 0
-    entropy_total = sum(t.x[0] for t in f["entropy"].data)
-    assert entropy_total == pytest.approx(r.expected_entropy + max(r.mutual_information, 0.0), abs=1e-6)
+    # aleatoric + epistemic: the expected entropy and the plug-in MI, which stack to H[E p]
+    assert [t.name for t in f["entropy"].data] == [LABELS["aleatoric"], LABELS["epistemic"]]
+    assert [t.x[0] for t in f["entropy"].data] == [r.expected_entropy, r.mutual_information_plugin]
+    assert sum(t.x[0] for t in f["entropy"].data) == pytest.approx(r.predictive_entropy, abs=1e-12)
     density_lines = [t.name for t in f["density"].data]
     if family in ("weibull", "lognormal", "dirichlet"):
         assert density_lines == ["prior", "posterior q"]
@@ -562,15 +565,19 @@ def test_signed_never_prints_minus_zero():
     (0.40, 0.10, "sentence itself mixed"),
 ])
 def test_the_uncertainty_verdict_follows_the_numbers(total, epistemic, says):
+    """The verdict reads the entropy bar: its total H[E p] and its plug-in split, not the headline's
+    bias-corrected MI (here larger, enough to turn every verdict had it been read)."""
     class R:
-        expected_entropy, mutual_information = total - epistemic, epistemic
+        predictive_entropy, expected_entropy, mutual_information_plugin = total, total - epistemic, epistemic
+        mutual_information = 2 * epistemic + 0.1
         classes = ["negative", "positive"]
     assert says in captions.uncertainty_verdict(R())
 
 
 def test_sure_is_a_tenth_of_the_largest_entropy_over_the_models_classes():
     class R:
-        expected_entropy, mutual_information = 0.3, 0.0       # a tenth of ln 50 is 0.39, of ln 2 0.069
+        predictive_entropy, expected_entropy = 0.3, 0.3       # a tenth of ln 50 is 0.39, of ln 2 0.069
+        mutual_information_plugin = mutual_information = 0.0
         classes = [f"c{c}" for c in range(50)]
     assert "sure" in captions.uncertainty_verdict(R())
     R.classes = ["negative", "positive"]
@@ -715,8 +722,10 @@ def test_sweep_figure_marks_the_band_and_both_values():
     assert json.loads(validated.to_json()) == json.loads(fig.to_json())
     band = fig.data[0]
     assert band.fill == "toself" and len(band.x) == 10
-    np.testing.assert_allclose(band.y[:5], np.clip(s.p_mc + 2 * s.p_mc_se, 0, 1))
-    np.testing.assert_allclose(band.y[5:], np.clip(s.p_mc - 2 * s.p_mc_se, 0, 1)[::-1])
+    t = stats.t.ppf(0.975, s.n_samples - 1)                # the 95% interval at the sweep's 32 samples
+    np.testing.assert_allclose(band.y[:5], np.clip(s.p_mc + t * s.p_mc_se, 0, 1))
+    np.testing.assert_allclose(band.y[5:], np.clip(s.p_mc - t * s.p_mc_se, 0, 1)[::-1])
+    assert band.name == LABELS["mc_band"] == "E[f(z)], 95% interval (t, S − 1 df)"
     assert fig.layout.xaxis.type == "log"
     assert sorted(round(shape.x0, 6) for shape in fig.layout.shapes) == [1.0, 3.0]
     # on a log axis plotly places annotations by log10 of the value
@@ -860,9 +869,15 @@ def test_with_se_gives_value_and_error_to_the_same_decimals():
     assert "jackknife" in captions.se_help(r, "mutual_information")
 
 
-def test_the_gap_verdict_compares_it_with_two_standard_errors():
+def test_the_gap_verdict_is_its_t_interval_at_the_samples_drawn():
     noisy = _with_samples(fake("weibull"), [0.2, 0.4, 0.9, 0.5], at_mean=0.6)    # |gap| 0.1 < 0.29
     assert "not distinguishable from zero" in captions.monte_carlo_caption(noisy)
+    # |gap| 0.1 beyond 2 SE (0.082) but inside t(3 df) SE (0.130): at 4 samples its sign is noise
+    few = _with_samples(fake("weibull"), [0.6, 0.7, 0.8, 0.7], at_mean=0.6)
+    assert 2 * few.se.gap < abs(few.gap) < interval_multiplier(4) * few.se.gap and few.gap_distinguishable is False
+    assert "± 0.130, includes 0" in captions.monte_carlo_caption(few)
+    many = _with_samples(fake("weibull"), [0.6, 0.7, 0.8, 0.7] * 8, at_mean=0.6)   # 32 samples: SE 0.0127
+    assert many.gap_distinguishable is True and "± 0.026, excludes 0" in captions.monte_carlo_caption(many)
     clear = _with_samples(fake("weibull"), [0.80, 0.81, 0.79, 0.80], at_mean=0.6)  # |gap| 0.2 > 0.01
     assert "The gap E[f(z)] − f(E[w]) is distinguishable from zero" in captions.monte_carlo_caption(clear)
     assert "Raise n_samples" in captions.monte_carlo_caption(_with_samples(fake("weibull"), [0.7]))
@@ -876,14 +891,18 @@ def test_one_decimals_rule_for_a_value_and_its_error():
 
 def test_the_gap_sentence_is_the_headline_verdict():
     sure = captions.gap_sentence(True, "0.010")
-    assert sure == "The gap E[f(z)] − f(E[w]) is distinguishable from zero (|gap| > 2 SE = 0.010)."
+    assert sure == ("The gap E[f(z)] − f(E[w]) is distinguishable from zero: its 95% interval (t, S − 1 df), "
+                    "± 0.010, excludes 0.")
+    assert LABELS["interval"] in sure and LABELS["interval"] in LABELS["mc_band"] and "2 SE" not in sure
     unsure = captions.gap_sentence(False, "0.290")
-    assert unsure.startswith("The gap E[f(z)] − f(E[w]) is not distinguishable from zero (|gap| ≤ 2 SE = 0.290)")
+    assert unsure.startswith("The gap E[f(z)] − f(E[w]) is not distinguishable from zero: its 95% interval "
+                             "(t, S − 1 df), ± 0.290, includes 0")
     assert unsure.endswith("cannot be told from Monte Carlo noise.")
-    assert captions.gap_sentence(False, "0.290", remedy=True).endswith("noise; the SE shrinks as 1/√n_samples.")
+    assert captions.gap_sentence(False, "0.290", remedy=True).endswith("noise; the interval narrows as 1/√n_samples.")
     noisy = _with_samples(fake("weibull"), [0.2, 0.4, 0.9, 0.5], at_mean=0.6)
-    two_se = f"{2 * noisy.se.gap:.{se_digits(2 * noisy.se.gap)}f}"
-    assert captions.gap_sentence(False, two_se, remedy=True) in captions.monte_carlo_caption(noisy)
+    half = interval_multiplier(4) * noisy.se.gap                                # t(3 df) = 3.18
+    shown = f"{half:.{se_digits(half)}f}"
+    assert captions.gap_sentence(False, shown, remedy=True) in captions.monte_carlo_caption(noisy)
 
 
 OLD_NAMES = [   # what `bam_viz.charts` offered, and what notebooks used of it

@@ -99,6 +99,9 @@ def test_few_samples(models, n_samples):
     grid = live.LiveGrid(model, SHORT, n_samples, 0)
     f, r = assert_same_captions(model, grid, 10, 2, (0, 4))
     assert f.se == r.se and f.mutual_information_interval == r.mutual_information_interval
+    # the entropy bar's total and parts (`entropy_parts`), exactly explain()'s
+    assert (f.predictive_entropy, f.expected_entropy, f.mutual_information_plugin) == (
+        r.predictive_entropy, r.expected_entropy, r.mutual_information_plugin)
 
 
 def test_a_long_sentence_in_its_window(models):

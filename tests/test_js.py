@@ -5,7 +5,7 @@ The JavaScript keeps no constants of its own: every payload's header brings them
 (`node --test tests/js/`, run by `make test`) check its pure functions against what Python says,
 read from tests/js/fixtures/python.json: the wire format's bytes and their arrays, Python's "g"
 formatting, the standard error's decimals, the nearest grid value, the classes the predictive
-distribution draws one by one, and the page's style. The
+distribution draws one by one, the page's style, and the entropy bar of summary payloads. The
 fixture is made by `python tests/test_js.py`, and a test here fails when it is stale.
 """
 
@@ -67,7 +67,49 @@ def fixture() -> dict:
         "shown_classes": [[probs, target, most, *shown_classes([np.nan if p is None else p for p in probs], target,
                                                                most)] for probs, target, most in distributions],
         "style": {kind: page_style(kind) for kind in ("summary", "inside")},
+        "entropy": _entropy_frames(),
     }
+
+
+def _entropy_frames() -> list[dict]:
+    """Summary payloads of one frame, the stats `class_stats` of results with these samples, and the
+    entropy bar Python draws of each (`entropy_parts`, `entropy_mi_note`), as float32 where the page
+    reads them: entropy.js must draw the same total and parts from the bytes and say the same note.
+    The first table is symmetric, its E p uniform: H[E p] = ln 2, where the expected entropy plus the
+    bias-corrected MI is above it."""
+    import dataclasses
+
+    import torch
+    from fake_result import make_fake_result
+
+    from bam_viz.core.labels import labels
+    from bam_viz.core.task import entropy_bound
+    from bam_viz.live.frames import STATS, class_stats
+    from bam_viz.live.grid import page_style
+    from bam_viz.live.wire import finite32, pack
+    from bam_viz.plots.wording import entropy_mi_note, entropy_parts
+
+    symmetric = [[0.05, 0.95], [0.95, 0.05], [0.3, 0.7], [0.7, 0.3]]
+    tables = [symmetric, symmetric[:2], np.random.default_rng(1).dirichlet(np.full(3, 0.5), size=8)]
+    results = []
+    for table in tables:
+        probs = torch.tensor(np.asarray(table), dtype=torch.float32)
+        fake = make_fake_result("weibull", T=3, L=2, H=1, n_classes=probs.shape[1])
+        results.append(dataclasses.replace(fake, sample_probs=probs, mc_probs=probs.mean(0),
+                                           n_samples=probs.shape[0], mean_attention_slopes=None))
+    results.append(make_fake_result("softmax", T=3, L=2, H=1, S=1))
+    style = page_style("summary")
+    out = []
+    for r in results:
+        K = len(r.classes)
+        header = {"kind": "summary", "stats": list(STATS), "stochastic": bool(r.stochastic_layers),
+                  "n_samples": r.n_samples, "frame_samples": [r.n_samples], "entropy_bound": entropy_bound(K),
+                  "labels": labels(r.classes[r.target], K),
+                  "style": {k: style[k] for k in ("se_digits", "samples_needed")}}
+        data = pack(header, {"stats": finite32(class_stats(r)[r.target][None])})
+        parts = {k: float(np.float32(v)) for k, v in entropy_parts(r)._asdict().items()}
+        out.append({"base64": base64.b64encode(data).decode("ascii"), **parts, "note": entropy_mi_note(r) or ""})
+    return out
 
 
 def test_the_fixture_is_current():
@@ -99,7 +141,7 @@ def test_the_style_is_the_constants_of_bam_viz_plots():
     assert summary["class_bars"] == style.CLASS_BARS
     assert all(samples_needed(q) == n for q, n in summary["samples_needed"].items())
     for told, key in ((True, "distinguishable"), (False, "indistinguishable")):
-        assert summary["gap_sentence"][key].replace("{two_se}", "0.004") == gap_sentence(told, "0.004")
+        assert summary["gap_sentence"][key].replace("{half_width}", "0.004") == gap_sentence(told, "0.004")
 
 
 @pytest.mark.slow
@@ -132,12 +174,18 @@ def _js_sources() -> dict[str, str]:
 
 
 def test_the_javascript_keeps_no_copy_of_them():
+    from bam_viz.core.labels import LABELS
     from bam_viz.live.grid import page_style
 
     style = page_style("inside") | page_style("summary")
     facts = set(style["colours"].values()) | {c for stops in style["scales"].values() for _, c in stops}
     facts |= {"distinguishable from zero", "STAT_NAMES", '"p_mc", "p_se"'}
+    facts |= {LABELS[k] for k in ("entropy", "aleatoric", "epistemic", "entropy_mi")}
+    facts |= {LABELS["interval"]}
     found = [(name, fact) for name, text in _js_sources().items() for fact in facts if fact.lower() in text.lower()]
+    # An interval's multiplier is Python's (the header's `frame_interval_z`): no "2 * se" of the JavaScript's own.
+    found += [(name, m) for name, text in _js_sources().items()
+              for m in re.findall(r"\b\d(?:\.\d+)? \* [\w.]*se\b", text)]
     # The class shown, its name and the model's K come with the header: no class, P(...) or ln 2 here.
     named = ("P(", '"positive"', '"negative"', "`positive", "ln 2", "0.693", "LN2")
     found += [(name, fact) for name, text in _js_sources().items() for fact in named if fact in text]

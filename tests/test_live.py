@@ -13,6 +13,7 @@ import torch
 import bam_viz
 from bam_viz import families
 from bam_viz.core.grids import nearest_index
+from bam_viz.core.metrics import interval_multiplier
 from bam_viz.inference.explain import lower_states
 from bam_viz.live import frames
 from bam_viz.live import grid as live
@@ -442,6 +443,11 @@ def test_under_load_a_requests_frame_is_a_preview_and_the_whole_frame_takes_its_
     assert shown.n_samples == shown.se.n_samples == 8
     header, arrays = live.unpack(live.summary_payload(grid, i))
     assert header["n_samples"] == S and header["frame_samples"][i] == 8 and header["ready"][i]
+    # the page's gap verdict and band take t at the preview's own 8 samples, wider than a whole frame's
+    z = header["frame_interval_z"]
+    assert z[i] == pytest.approx(interval_multiplier(8)) and z[i] > interval_multiplier(S) + 0.3
+    assert all(v is None for v, ready in zip(z, header["ready"], strict=True) if not ready)
+    assert shown.gap_distinguishable == (abs(shown.gap) > z[i] * shown.se.gap)
     assert np.isfinite(arrays["p_samples"][i, :8]).all() and np.isnan(arrays["p_samples"][i, 8:]).all()
     inside, _ = live.unpack(live.inside_payload(grid, i, 0, 5, 0, 0, 1))
     assert inside["frame_samples"][i] == 8
@@ -457,6 +463,7 @@ def test_under_load_a_requests_frame_is_a_preview_and_the_whole_frame_takes_its_
     assert ratio[col["p_se"]] > 1.3 and ratio[col["gap_se"]] > 1.0, ratio
     again, _ = live.unpack(live.summary_payload(grid, i))
     assert again["id"] != header["id"] and again["frame_samples"][i] == S
+    assert again["frame_interval_z"][i] == pytest.approx(interval_multiplier(S))
     assert grid._store(i, same) is whole and grid.frames[i] is whole        # a late preview changes nothing
     assert live.FrameResult(grid, i).n_samples == S
 

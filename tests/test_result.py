@@ -134,7 +134,7 @@ def test_standard_errors_by_hand():
     assert se.n_samples == 4
     assert se.p_target == pytest.approx(math.sqrt(0.26 / 3 / 4))
     assert se.gap == se.gap_softmax == pytest.approx(se.p_target)      # f(softmax) is a constant
-    assert r.gap == pytest.approx(-0.1) and r.gap_distinguishable is False  # 0.1 < 2 * 0.147
+    assert r.gap == pytest.approx(-0.1) and r.gap_distinguishable is False  # 0.1 < 3.18 * 0.147, t at 3 df
     replicates = np.array([metrics.mutual_information(np.delete(probs.numpy(), i, 0)[None])[0] for i in range(4)])
     jackknife = math.sqrt(3 / 4 * np.sum((replicates - replicates.mean()) ** 2))     # (S-1)/S sum of squares
     assert se.mutual_information == pytest.approx(jackknife)

@@ -207,8 +207,9 @@ def test_the_layer_gap_figure_shows_both_gaps_with_their_intervals(bam_wc):
     assert list(deng.x) == [f"layer {i}" for i in g.layers] + ["all together"] == list(softmax.x)
     assert list(deng.y) == pytest.approx([c.gap for c in cases])
     assert list(softmax.y) == pytest.approx([c.gap_softmax for c in cases])
-    assert list(deng.error_y.array) == pytest.approx([theory.Z95 * c.gap_se for c in cases])
-    assert list(softmax.error_y.array) == pytest.approx([theory.Z95 * c.gap_softmax_se for c in cases])
+    t = stats.t.ppf(0.975, 15)                             # 95% intervals at the 16 samples drawn
+    assert list(deng.error_y.array) == pytest.approx([t * c.gap_se for c in cases])
+    assert list(softmax.error_y.array) == pytest.approx([t * c.gap_softmax_se for c in cases])
     caption = theory.layer_gap_caption(g)
     assert "Green: Deng's gap E[f(z)] − f(E[w])" in caption and "red: E[f(z)] − f(softmax)" in caption
     assert "Monte Carlo mean" in caption and "mean attention" not in caption
@@ -441,9 +442,25 @@ def test_the_seed_spread_reads_its_table_and_decides_the_caption(tmp_path):
     assert theory.seed_spread(doc) == {"nll": 0.1, "ece": 0.03}
     assert theory.seed_spread(tmp_path / "missing.md") == {}
     rows = theory.uncertainty_table()
-    assert "spread between training seeds" not in theory.uncertainty_caption(rows)
+    assert "spread of a difference" not in theory.uncertainty_caption(rows)
     assert "within the spread" in theory.uncertainty_caption(rows, {"nll": 10.0})
     assert "beyond the spread" in theory.uncertainty_caption(rows, {"nll": 0.0})
+
+
+def test_two_models_differ_against_the_spread_of_a_difference_of_two_seeds():
+    """Each model is one seed: their difference spreads by √2 × one seed's sd. A margin between one
+    and √2 seed sds is within it; the caption says which spread it used."""
+    rows = theory.uncertainty_table()
+    weight = next(r for r in rows if r.space == "weight space")
+    best = min((r for r in rows if r.space == "attention space"), key=lambda r: r.nll)
+    margin = abs(best.nll - weight.nll)
+    between = theory.uncertainty_caption(rows, {"nll": margin / 1.2})      # sd < margin < √2 sd
+    assert f"within the spread of a difference between two training seeds, √2 × {margin / 1.2:.3f}" in between
+    assert f"= {math.sqrt(2) * margin / 1.2:.3f})" in between
+    assert "beyond the spread of a difference" in theory.uncertainty_caption(rows, {"nll": margin / 1.5})
+    # the spread of a difference of two independent seeds, by simulation: √2 × one seed's sd
+    seeds = np.random.default_rng(0).normal(0.0, 0.01, size=(2, 200_000))
+    assert np.std(seeds[0] - seeds[1]) == pytest.approx(math.sqrt(2) * 0.01, rel=0.01)
 
 
 # ---- every figure, and the bench ------------------------------------------------------------------

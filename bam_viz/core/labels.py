@@ -10,6 +10,12 @@ from __future__ import annotations
 
 import math
 
+from bam_viz.core.metrics import INTERVAL_LEVEL
+
+# What every Monte Carlo interval on the page is: estimate ± t SE, t with S − 1 df at the samples it
+# was drawn from (`bam_viz.core.metrics.interval_multiplier`).
+INTERVAL = f"{INTERVAL_LEVEL:.0%} interval (t, S − 1 df)"
+
 LABELS = {
     # the prediction
     "mc": "E[f(z)]",
@@ -19,12 +25,19 @@ LABELS = {
     "gap_softmax": "Gap E[f(z)] − f(softmax)",
     "mi": "Epistemic (mutual information), nats",
     "mi_estimator": "bias-corrected (jackknife)",
-    "mi_interval": "bias-corrected; ±2 SE on the log scale:",
-    "mc_band": "E[f(z)] ± 2 SE",
+    "mi_interval": f"bias-corrected; {INTERVAL} on the log scale:",
+    "mc_band": f"E[f(z)], {INTERVAL}",
+    "interval": INTERVAL,
     "classes": "E[f(z)] of each class",
     "class_whiskers": "5–95% of the samples",
     "class_rest": "the other {n} classes",         # the bar that sums the classes not drawn one by one
     "preview": "{drawn} of {total} samples for now",   # a frame made under load, its whole frame on the way
+    # the predictive entropy's bar (`bam_viz.plots.wording.entropy_parts`): H[E p] = E[H p] + the plug-in MI
+    "entropy": "Predictive entropy H[E p]",
+    "aleatoric": "aleatoric: expected entropy E[H p]",
+    "epistemic": "epistemic: mutual information, plug-in",
+    "entropy_mi": ("The headline's mutual information, {mi} nats, is bias-corrected (jackknife): "
+                   "the bar's plug-in part is biased low at few samples."),
     # the attention
     "posterior_mean": "posterior mean E[w], over the samples",
     "softmax_weights": "softmax(ψ), the deterministic pass",

@@ -263,6 +263,15 @@ class AttentionFamily:
     # What `key_marginals`' variable is, for the density axis.
     density_variable: ClassVar[str] = "unnormalised score S_ij"
 
+    # ---- what a caption says of the draws -------------------------------------------------------
+    # Every draw is normalised over the valid keys (`sample`): a point of the simplex. Its mean E_q[w]
+    # is softmax(psi) where q's mean is set on the weights themselves (a Dirichlet's, a categorical's,
+    # softmax's own); where q is set on unnormalised scores, E_q[S] = softmax(psi) but normalising pulls
+    # E_q[w] towards uniform, and `mean_pull` says, in a caption's words, what pulls it the more
+    # ("k shrinks"); None where E_q[w] = softmax(psi). `short_label` names the family in a sentence.
+    short_label: ClassVar[str]
+    mean_pull: ClassVar[str | None] = None
+
     def __repr__(self) -> str:
         return f"<{self.name} attention family>"
 

@@ -19,6 +19,7 @@ from bam_viz.families.sampling import categorical_sample, masked_log_softmax
 class CategoricalFamily(AttentionFamily):
     name = "categorical"
     label = "latent categorical alignment"
+    short_label = "categorical"
     source = "Deng et al. 2018"
     hard_alignment = True
 

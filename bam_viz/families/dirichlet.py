@@ -22,6 +22,7 @@ from bam_viz.families.sampling import dirichlet_rsample, masked_log_softmax
 class DirichletFamily(AttentionFamily):
     name = "dirichlet"
     label = "Dirichlet"
+    short_label = "Dirichlet"
     source = "Cinquin et al. 2021"
     learned_prior = True
     has_density = True

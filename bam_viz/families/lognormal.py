@@ -19,6 +19,8 @@ from bam_viz.families.sampling import log_lognormal_rsample, masked_log_softmax,
 class LognormalFamily(AttentionFamily):
     name = "lognormal"
     label = "Lognormal (BAM-L)"
+    short_label = "Lognormal"
+    mean_pull = "σ grows"
     source = "Fan et al. 2020, sec. 3"
     learned_prior = True
     has_density = True

@@ -8,5 +8,6 @@ from bam_viz.families.base import AttentionFamily
 class Softmax(AttentionFamily):
     name = "softmax"
     label = "softmax (deterministic)"
+    short_label = "softmax"
     source = "Vaswani et al. 2017"
     stochastic = False

@@ -20,6 +20,8 @@ from bam_viz.families.sampling import log_gamma_rsample, log_weibull_rsample, ma
 class WeibullFamily(AttentionFamily):
     name = "weibull"
     label = "Weibull (BAM-W)"
+    short_label = "Weibull"
+    mean_pull = "k shrinks"
     source = "Fan et al. 2020, sec. 3"
     learned_prior = True
     has_density = True

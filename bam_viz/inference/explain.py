@@ -249,6 +249,7 @@ def _explain(model, lower: LowerStates, n_samples: int, seed: int, hyper: Hyper,
         mean_attention_probs=mean_attention_probs.float().cpu(),
         mean_attention_slopes=None if slopes is None else slopes.cpu(),
         posterior_params=post, prior_params=prior, notes=notes, target=target,
+        attention_dropout=model.attention_dropout,
     )
 
 

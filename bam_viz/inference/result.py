@@ -184,6 +184,9 @@ class ExplainResult:
     prior_params: dict[str, torch.Tensor] = field(default_factory=dict)
     notes: list[Note] = field(default_factory=list)  # plain-language notices (truncation, no prior)
     target: int | str | None = None    # the class the one-class numbers are for: an index once made
+    # p of the dropout on the stochastic layers' sampled weights (`BamClassifier.attention_dropout`);
+    # 0 where each row of `sample_weights` is a family's draw, a point of the simplex
+    attention_dropout: float = 0.0
 
     def __post_init__(self):
         self.notes = [n if isinstance(n, Note) else Note(n) for n in self.notes]
@@ -272,8 +275,8 @@ class ExplainResult:
 
     @_shared
     def mutual_information_interval(self) -> tuple[float, float] | None:
-        """The interval the page shows around `mutual_information`: estimate x exp(-/+ 2 SE of its
-        log), `metrics.mutual_information_interval`; (0, 0) where exact, None where S < 3."""
+        """The interval the page shows around `mutual_information`: estimate x exp(-/+ t SE of its
+        log), t with S - 1 df (`metrics.mutual_information_interval`); (0, 0) where exact, None where S < 3."""
         if not self.stochastic_layers:
             return (0.0, 0.0)
         lo, hi = metrics.mutual_information_interval(self._samples())[0]
@@ -315,12 +318,16 @@ class ExplainResult:
 
     @property
     def gap_distinguishable(self) -> bool | None:
-        """|gap| > 2 SE: the gap's sign is not Monte Carlo noise.
+        """|gap| > t SE, its 95% interval excludes 0: the gap's sign is not Monte Carlo noise. t is
+        `metrics.interval_multiplier` at the result's S (S - 1 df), not 2, which is a large-S number
+        (docs/design.md, "Intervals at the samples drawn", has both measured).
 
         None where the SE is not estimable (one sample of a stochastic model). For an exact gap
         (SE 0) it is whether the gap is nonzero at all."""
-        se = self.se.gap
-        return None if se is None else abs(self.gap) > 2 * se
+        se = self.se
+        if se.gap is None:
+            return None
+        return abs(self.gap) > (metrics.interval_multiplier(se.n_samples) * se.gap if se.gap > 0 else 0.0)
 
     @_shared
     def posterior_mean_weights(self) -> torch.Tensor:

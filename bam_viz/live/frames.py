@@ -50,9 +50,10 @@ MAP_SAMPLES = 3                 # sampled maps drawn beside the mean, softmax an
 # The headline's numbers per frame and class (`bam_viz.inference.gaps` defines them): the class's E[f(z)]
 # and its SE; f(E[w]) and Deng's gap with its delta-method SE; f(softmax) and the gap against it with
 # its paired SE; then what is one for every class: the bias-corrected mutual information, its SE and
-# the interval shown, and the expected entropy.
+# the interval shown, and the entropy bar's total H[E p] and parts, the expected entropy and the plug-in
+# mutual information (`bam_viz.plots.wording.EntropyParts`).
 STATS = ("p_mc", "p_se", "p_mean_attention", "gap", "gap_se", "p_softmax", "gap_softmax", "gap_softmax_se",
-         "mi", "mi_se", "mi_lo", "mi_hi", "expected_entropy")
+         "mi", "mi_se", "mi_lo", "mi_hi", "predictive_entropy", "expected_entropy", "mi_plugin")
 # Per frame and stochastic layer: the Monte Carlo mean of the sampled weights, their std, 5% and 95%
 # quantiles, then MAP_SAMPLES sampled maps. The softmax map (the deterministic pass) is per grid.
 MAP_KINDS = ("mean", "std", "q05", "q95")
@@ -200,7 +201,8 @@ def class_stats(r) -> np.ndarray:
     columns = {"p_mc": mc, "p_se": errors[0], "p_mean_attention": mean, "gap": mc - mean, "gap_se": errors[1],
                "p_softmax": soft, "gap_softmax": mc - soft, "gap_softmax_se": errors[2],
                "mi": r.mutual_information, "mi_se": _nan(r.se.mutual_information), "mi_lo": _nan(mi_lo),
-               "mi_hi": _nan(mi_hi), "expected_entropy": r.expected_entropy}
+               "mi_hi": _nan(mi_hi), "predictive_entropy": r.predictive_entropy,
+               "expected_entropy": r.expected_entropy, "mi_plugin": r.mutual_information_plugin}
     return np.stack([np.broadcast_to(np.asarray(columns[name], dtype=np.float64), mc.shape) for name in STATS], 1)
 
 

@@ -7,10 +7,12 @@ page's JavaScript draws them with, from each fact's one home."""
 from __future__ import annotations
 
 import hashlib
+import math
 
 import numpy as np
 
 from bam_viz.core.labels import LABELS, labels
+from bam_viz.core.metrics import interval_multiplier
 from bam_viz.core.task import entropy_bound
 from bam_viz.core.text import display_token
 from bam_viz.inference.result import MonteCarloErrors
@@ -51,15 +53,15 @@ def _digest(*parts) -> str:
 def page_style(kind: str) -> dict:
     """What the page's JavaScript draws a `kind` ("summary" or "inside") payload with, from each
     fact's one home: colours by their role on the page, and for the summary the decimals of an
-    estimate and its error, the samples an error needs and the gap's two sentences ({two_se} left
+    estimate and its error, the samples an error needs and the gap's two sentences ({half_width} left
     for the page to fill), for the inside the colour scales, fixed ranges and token label limits."""
     style = {"colours": dict(PAGE_COLOURS)}
     if kind == "summary":
         style["class_bars"] = CLASS_BARS                                             # `shown_classes`'s rule
         style["se_digits"] = {"digits": SE_DIGITS, "max_digits": SE_MAX_DIGITS}     # `se_digits`'s rule
         style["samples_needed"] = {q: samples_needed(q) for q in MonteCarloErrors.ESTIMATORS}
-        style["gap_sentence"] = {"distinguishable": gap_sentence(True, "{two_se}"),
-                                 "indistinguishable": gap_sentence(False, "{two_se}")}
+        style["gap_sentence"] = {"distinguishable": gap_sentence(True, "{half_width}"),
+                                 "indistinguishable": gap_sentence(False, "{half_width}")}
     else:
         style["scales"] = {"weight": WEIGHT_SCALE, "std": STD_SCALE, "value": VALUE_SCALE}
         style |= {"weight_range": list(WEIGHT_RANGE), "std_range": list(STD_RANGE), "kl_decades": KL_DECADES,
@@ -74,7 +76,9 @@ def summary_payload(grid, current: int, extra: dict | None = None,
     and each sample's probability of it `p_samples` (G, S), and for the predictive distribution
     `class_probs` (G, 4, C): every class's E[f(z)], the 5% and 95% points of its samples, and f(softmax).
     The header names the classes, the target and the class predicted at `current`, and the samples each
-    frame drew (`frame_samples`: fewer than `n_samples` for a preview, whose `p_samples` row ends in NaN)."""
+    frame drew (`frame_samples`: fewer than `n_samples` for a preview, whose `p_samples` row ends in NaN)
+    and the multiplier of an SE for its 95% interval at them (`frame_interval_z`, t with S - 1 df; null
+    under 2 samples): the page's band and gap sentence read it, a preview's wider than a whole frame's."""
     C = len(grid.classes)
     t = grid.target_at(current, target)
     frames = list(grid.frames)                       # one snapshot for the header and the arrays
@@ -83,6 +87,7 @@ def summary_payload(grid, current: int, extra: dict | None = None,
     arrays = grid.memo("summary", (tuple(drawn), t), lambda: _summary_arrays(grid, frames, t), keep=2)
     header = {
         "kind": "summary", "id": _digest("summary", id(grid), drawn, t), "ready": ready, "frame_samples": drawn,
+        "frame_interval_z": [z if math.isfinite(z := interval_multiplier(n)) else None for n in drawn],
         "n_samples": grid.n_samples, "seed": grid.seed, "model": grid.model.name, "stats": list(STATS),
         "labels": labels(display_token(grid.classes[t]), C), "style": page_style("summary"),
         "classes": list(grid.classes), "target": t, "predicted": grid.target_at(current, "predicted"),
@@ -119,7 +124,9 @@ def inside_payload(grid, current: int, prior_current: int, layer: int, head: int
     W = len(grid.window)
     k = min(MAP_SAMPLES, grid.n_samples)
     softmax_map = grid.softmax_weights[layer, head][grid.window][:, grid.window].numpy()
-    maps = np.zeros((G, len(MAP_PANELS) + k, W, W), dtype=np.float16)
+    # float16 goes as u2, which carries [0, 1] (`wire.pack`): a weight that dropout scaled past 1
+    # (`attention_dropout`) goes as float32, so that the page shows it as it is
+    maps = np.zeros((G, len(MAP_PANELS) + k, W, W), dtype=np.float32 if grid.model.attention_dropout else np.float16)
     maps[:, 1] = softmax_map
     spread = np.full((G, L, H), np.nan)
     kl = np.full((G, B, L, H), np.nan)

@@ -49,6 +49,7 @@ class FrameResult:
         self.text, self.tokens, self.truncated = grid.encoded, list(grid.tokens), grid.truncated
         self.classes, self.model_name, self.family = list(grid.classes), model.name, model.family
         self.stochastic_layers = list(grid.stochastic_layers)
+        self.attention_dropout = model.attention_dropout
         self.hyper = dict(grid.hyper_at(i, j if grid.prior_spec is not None else None))
         # a preview's own samples: its errors and the captions' sample counts are its own
         self.n_samples, self.seed, self.notes = frame.n_samples, grid.seed, list(grid.notes)
@@ -78,6 +79,10 @@ class FrameResult:
     @property
     def mutual_information(self) -> float:
         return float(self._column["mi"][0])
+
+    @property
+    def mutual_information_plugin(self) -> float:
+        return float(self._column["mi_plugin"][0])
 
     @property
     def mutual_information_interval(self) -> tuple[float, float] | None:

@@ -13,14 +13,15 @@ from __future__ import annotations
 import numpy as np
 
 from bam_viz.core.labels import LABELS, entropy_bound_label, probability
+from bam_viz.core.metrics import interval_multiplier
 from bam_viz.core.task import entropy_bound
 from bam_viz.core.text import display_token
 from bam_viz.inference.result import ExplainResult
 from bam_viz.plots import kit
 from bam_viz.plots.format import samples_needed, se_digits, signed, with_se
-from bam_viz.plots.style import CONFIDENT_SHARE, KL_DECADES
+from bam_viz.plots.style import CONFIDENT_SHARE, KL_DECADES, STD_RANGE, WEIGHT_RANGE
 from bam_viz.plots.tokens import clip, shown_indices, window_text
-from bam_viz.plots.wording import Facts, count, entropy_parts, mi_estimator, mi_how
+from bam_viz.plots.wording import Facts, count, entropy_parts, headline_mi, mi_estimator, mi_how
 
 __all__ = ["GAP_NAME", "gap_sentence", "key_density_caption", "layer_head_caption", "monte_carlo_caption",
            "prediction_caption", "prior_posterior_caption", "sampled_maps_caption", "se_help", "sweep_caption",
@@ -35,16 +36,14 @@ def _tok(result: ExplainResult, i: int) -> str:
     return "“" + display_token(result.tokens[i]) + "”"
 
 
-_SHRINKS = {"weibull": ("Weibull", "k shrinks"), "lognormal": ("Lognormal", "σ grows")}
-
-
 def _off_softmax(result: ExplainResult) -> str:
-    """Why E[w] is not softmax(psi), for the families where it is not; "" for the others."""
-    if result.family not in _SHRINKS:
+    """Why E[w] is not softmax(psi), for the families where it is not (`AttentionFamily.mean_pull`);
+    "" for the others."""
+    family = Facts.of(result).family
+    if family.mean_pull is None:
         return ""
-    name, moves = _SHRINKS[result.family]
-    return (f"For {name} scores the mean of the normalised weights is not softmax(ψ): normalising pulls "
-            f"it towards uniform, the more as {moves}.")
+    return (f"For {family.short_label} scores the mean of the normalised weights is not softmax(ψ): normalising "
+            f"pulls it towards uniform, the more as {family.mean_pull}.")
 
 
 def prior_posterior_caption(result: ExplainResult, layer: int, head: int, query: int,
@@ -87,7 +86,9 @@ def prior_posterior_caption(result: ExplainResult, layer: int, head: int, query:
                 f"{mean:.2f} in the one draw{against}; {soft_top}. With {facts.samples()} the whiskers "
                 f"have no width: draw at least 2 to see how much the weights vary.{window}")
     moved = ""
-    if abs(mean - soft) > max(2 * row.se, 0.005) and (why := _off_softmax(result)):
+    # E[w] told from softmax(psi) by its 95% interval at the S draws (`interval_multiplier`), and by
+    # more than the 2 decimals the sentence prints
+    if abs(mean - soft) > max(interval_multiplier(facts.n_samples) * row.se, 0.005) and (why := _off_softmax(result)):
         moved = f" {why}"
     return (f"{bars} Whiskers span 5–95% of the sampled weights. Here {_tok(result, query)} attends most to "
             f"{_tok(result, top)}: {mean:.2f} on average{against}, between {lo:.2f} and {hi:.2f} "
@@ -109,6 +110,36 @@ def key_density_caption(result: ExplainResult, layer: int, head: int, query: int
             "fixed weight; moving the sliders reshapes both curves.")
 
 
+def _row_sums(facts: Facts, over: str) -> str:
+    """What a sampled map's rows sum to: 1 where every draw is a point of the simplex; with dropout on
+    the weights (`Facts.attention_dropout`) only on average, as E[keep / (1 - p)] = 1."""
+    if not facts.attention_dropout:
+        return f"each row sums to 1{over}"
+    top = f"{facts.weight_max:.2f}"
+    return (f"dropout sets each weight to 0 with probability p = {facts.attention_dropout:g} and scales a kept "
+            f"one by 1/(1 − p) = {top}, so each row sums to 1{over} only on average, to anything from 0 to {top}, "
+            "and a weight can exceed 1")
+
+
+def _absolute_scales(facts: Facts, std_max: float) -> str:
+    """The fixed colour scales (`WEIGHT_RANGE`, `STD_RANGE`) and what passes their ends: a weight that
+    dropout scaled past 1, or a std past 1/2. A weight in [0, 1] has a std of at most 1/2, but the
+    std the map shows is estimated from the S draws (ddof 1, as `result.spread`), which reaches
+    1/2 sqrt(S / (S - 1)) where half the draws are 0 and half 1 (a categorical's, at S = 2: 0.71)."""
+    (w_lo, w_hi), (s_lo, s_hi) = WEIGHT_RANGE, STD_RANGE
+    text = f"Colours are absolute, weights from {w_lo:g} to {w_hi:g} and std from {s_lo:g} to {s_hi:g}"
+    past_std = std_max > s_hi
+    if facts.weight_max > w_hi:
+        return (f"{text}, so a pale orange map is a head that hardly varies; a weight dropout scaled past {w_hi:g}"
+                + (f", like a std past {s_hi:g} (here {std_max:.3f}), takes" if past_std else " takes")
+                + " the top colour.")
+    text += " (the most a weight's std can be), so a pale orange map is a head that hardly varies."
+    if past_std:
+        text += (f" Estimated from {facts.samples()}, a std can pass {s_hi:g} (here {std_max:.3f}): such cells "
+                 "take the top colour.")
+    return text
+
+
 def sampled_maps_caption(result: ExplainResult, layer: int, head: int, relative: bool = False,
                          shown: list[int] | None = None) -> str:
     facts = Facts.of(result)
@@ -116,8 +147,10 @@ def sampled_maps_caption(result: ExplainResult, layer: int, head: int, relative:
     cells = result.map_summary(layer, idx).at(head)           # the std map's numbers (`rows.MapSummary`)
     window = ""
     if tokens := window_text(len(result.tokens), idx):
-        window = (f" The maps show {tokens}, as queries and as keys: the cells shown in a row add up to less "
-                  f"than 1, {cells.share:.2f} on average in the E[w] map, and "
+        # with dropout on the weights a row of E[w] sums to 1 only up to Monte Carlo noise
+        less = "" if facts.attention_dropout else "less than 1, "
+        window = (f" The maps show {tokens}, as queries and as keys: the cells shown in a row add up to {less}"
+                  f"{cells.share:.2f} on average in the E[w] map, and "
                   "the rest falls on keys not shown.")
     grid = "Rows are queries, columns are keys." + window
     if (reason := facts.deterministic(layer)) is not None:
@@ -126,11 +159,9 @@ def sampled_maps_caption(result: ExplainResult, layer: int, head: int, relative:
         return (f"Only {facts.samples()} was drawn: the std map needs at least 2 to show where draws "
                 f"disagree, so it is blank. {grid}")
     q, k = int(cells.query), int(cells.key)
-    sums = "each row sums to 1 over all its keys" if window else "each row sums to 1"
+    sums = _row_sums(facts, " over all its keys" if window else "")
     scale = ("Colours are relative: each scale stretches to the largest value shown, so the orange map "
-             "looks busy even where every std is tiny." if relative else
-             "Colours are absolute, weights from 0 to 1 and std from 0 to 0.5 (the most a weight's std "
-             "can be), so a pale orange map is a head that hardly varies.")
+             "looks busy even where every std is tiny." if relative else _absolute_scales(facts, cells.std_max))
     off = _off_softmax(result)
     return (f"The first map is E[w], the mean of the {facts.samples()}; the second is softmax(ψ), the "
             f"deterministic pass.{' ' + off if off else ''} Each small map after them is one random draw of "
@@ -167,11 +198,15 @@ def prediction_caption(result: ExplainResult) -> str:
                 f"({verdict}), so E[f(z)], f(E[w]) and f(softmax) coincide and all of the uncertainty, "
                 f"{result.predictive_entropy:.3f} nats (at most {bound}), is aleatoric. "
                 f"{uncertainty_verdict(result)}")
-    aleatoric, epistemic, total = entropy_parts(result)
-    entropy = (f"Of the total uncertainty {total:.3f} nats (at most {bound}), {aleatoric:.3f} is "
-               f"aleatoric, the doubt each attention sample keeps on its own, and {epistemic:.3f} is epistemic, "
-               f"from the samples disagreeing (the mutual information, {mi_how(facts.n_samples)}). "
-               f"{uncertainty_verdict(result)}")
+    # The split is the bar's, H[E p] = E[H p] + the plug-in MI; the headline's MI is named apart (`EntropyParts`).
+    parts = entropy_parts(result)
+    headline = (f"The headline's mutual information, {headline_mi(result)}, is {mi_how(facts.n_samples)}, "
+                "a different estimate: the plug-in is biased low at few samples." if facts.n_samples >= 3
+                else f"The headline's mutual information is {mi_how(facts.n_samples)}.")
+    entropy = (f"Of the total uncertainty, the predictive entropy H[E p] = {parts.total:.3f} nats (at most {bound}), "
+               f"{parts.aleatoric:.3f} is aleatoric, the doubt each attention sample keeps on its own, and "
+               f"{parts.epistemic:.3f} is epistemic, from the samples disagreeing: the plug-in mutual information, "
+               f"the part that adds up to the total. {headline} {uncertainty_verdict(result)}")
     softmax_says = f"f(softmax) = {softmax:.3f} (purple dots)"
     if facts.n_samples < 2:
         mean = "" if facts.dropout else (f"; at one sample E[w] is that sample's weights, so f(E[w]) = "
@@ -199,11 +234,12 @@ def prediction_caption(result: ExplainResult) -> str:
 
 def uncertainty_verdict(result: ExplainResult) -> str:
     """One plain sentence on how much uncertainty there is and where it comes from: "sure" under a
-    tenth of the largest entropy over the model's classes (`CONFIDENT_SHARE` of ln K)."""
-    aleatoric, epistemic, total = entropy_parts(result)
-    if total < CONFIDENT_SHARE * entropy_bound(len(result.classes)):
+    tenth of the largest entropy over the model's classes (`CONFIDENT_SHARE` of ln K), and otherwise
+    the larger of the entropy bar's two parts."""
+    parts = entropy_parts(result)
+    if parts.total < CONFIDENT_SHARE * entropy_bound(len(result.classes)):
         return "The model is sure of this sentence."
-    if epistemic >= aleatoric:
+    if parts.epistemic >= parts.aleatoric:
         return "Most of the doubt comes from attention: the samples read the sentence differently."
     return "Most of the doubt is shared by every sample: the model finds the sentence itself mixed."
 
@@ -241,21 +277,24 @@ def layer_head_caption(result: ExplainResult, relative: bool = False) -> str:
                      "so a bright head is high compared with the others, not necessarily high in itself.")
     else:
         kl_scale = f" and KL on a log scale from 0 to 10{kit.superscript(KL_DECADES)} nats" if no_prior is None else ""
-        parts.append(f"Colours are absolute: spread from 0 to 0.5 (the most a weight's std can be){kl_scale}, "
+        # the std of a weight in [0, 1] is at most 1/2; dropout scales a kept weight past 1
+        bound = " (the most a weight's std can be)" if facts.weight_max <= WEIGHT_RANGE[1] else ""
+        parts.append(f"Colours are absolute: spread from 0 to 0.5{bound}{kl_scale}, "
                      "so a dark head is a certain one; turn on relative colour scales for contrast.")
     parts.append("The red square marks the head shown above.")
     return " ".join(parts)
 
 
 # ---- Monte Carlo errors -------------------------------------------------------------------------
-def gap_sentence(distinguishable: bool, two_se: str, *, name: str = GAP_NAME, remedy: bool = False) -> str:
-    """Whether the gap `name` can be told from zero: |gap| against 2 of its standard errors
-    (`two_se`, written as the panel shows it, `se_digits`). `remedy` adds, to a gap that cannot,
-    how the error falls with more samples."""
+def gap_sentence(distinguishable: bool, half_width: str, *, name: str = GAP_NAME, remedy: bool = False) -> str:
+    """Whether the gap `name` can be told from zero: whether its 95% interval, ± `half_width` (t SE
+    at the samples drawn, `interval_multiplier`, written as the panel shows it, `se_digits`),
+    excludes 0. `remedy` adds, to a gap that cannot, how the interval falls with more samples."""
+    interval = f"its {LABELS['interval']}, ± {half_width},"
     if distinguishable:
-        return f"The gap {name} is distinguishable from zero (|gap| > 2 SE = {two_se})."
-    return (f"The gap {name} is not distinguishable from zero (|gap| ≤ 2 SE = {two_se}): its sign cannot be "
-            "told from Monte Carlo noise" + ("; the SE shrinks as 1/√n_samples." if remedy else "."))
+        return f"The gap {name} is distinguishable from zero: {interval} excludes 0."
+    return (f"The gap {name} is not distinguishable from zero: {interval} includes 0, so its sign cannot be "
+            "told from Monte Carlo noise" + ("; the interval narrows as 1/√n_samples." if remedy else "."))
 
 
 def se_help(result: ExplainResult, quantity: str) -> str:
@@ -271,8 +310,8 @@ def se_help(result: ExplainResult, quantity: str) -> str:
 
 
 def monte_carlo_caption(result: ExplainResult) -> str:
-    """Under the headline: whether Deng's gap E[f(z)] - f(E[w]) can be told from zero (|gap| against
-    2 of its delta-method SE, `result.se.gap`), or why the errors are missing."""
+    """Under the headline: whether Deng's gap E[f(z)] - f(E[w]) can be told from zero (its 95%
+    interval, t at S - 1 df times its delta-method SE `result.se.gap`), or why the errors are missing."""
     se = result.se
     if not result.stochastic_layers:
         return "Deterministic attention: every number above is exact, with no Monte Carlo error."
@@ -280,8 +319,8 @@ def monte_carlo_caption(result: ExplainResult) -> str:
         return (f"± SE needs at least 2 samples (n_samples = {se.n_samples}): one attention sample "
                 "has no spread to measure the Monte Carlo error by, so the gap may be noise. "
                 "Raise n_samples.")
-    two_se = f"{2 * se.gap:.{se_digits(2 * se.gap)}f}"
-    text = "Values are ± 1 SE. " + gap_sentence(result.gap_distinguishable, two_se, remedy=True)
+    half = interval_multiplier(se.n_samples) * se.gap
+    text = "Values are ± 1 SE. " + gap_sentence(result.gap_distinguishable, f"{half:.{se_digits(half)}f}", remedy=True)
     if se.mutual_information is None:
         text += " The mutual information's ± SE (a jackknife) needs at least 3 samples."
     return text
@@ -303,8 +342,9 @@ def sweep_caption(sweep, current: float | None = None) -> str:
         now = (f"; at {name} ≈ {sweep.values[i]:.3g}, E[f(z)] = {sweep.p_mc[i]:.3f} ± {sweep.p_mc_se[i]:.3f}, "
                f"f(E[w]) = {sweep.p_mean_attention[i]:.3f} and f(softmax) = {sweep.p_softmax[i]:.3f}")
     return (f"Green: E[f(z)] of {probability(display_token(sweep.target_name))}, the average over "
-            f"{count(sweep.n_samples, 'attention sample')}, with a band of "
-            f"± 2 Monte Carlo standard errors; red dashes: f(E[w]), one pass at the samples' mean attention; "
+            f"{count(sweep.n_samples, 'attention sample')}, with a band of its {LABELS['interval']} "
+            f"(± {interval_multiplier(sweep.n_samples):.2f} Monte Carlo standard errors); "
+            f"red dashes: f(E[w]), one pass at the samples' mean attention; "
             f"purple dots: f(softmax), the deterministic pass; orange: the mutual information. "
             f"{where}{now}. Where the red line leaves the green band, averaging predictions is not predicting "
             f"at the mean attention; where the purple one does, the deterministic pass is not the model's answer.")

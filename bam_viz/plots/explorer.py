@@ -18,6 +18,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from bam_viz.core.labels import LABELS, entropy_bound_label, probability
+from bam_viz.core.metrics import interval_multiplier
 from bam_viz.core.task import entropy_bound
 from bam_viz.inference.result import ExplainResult
 from bam_viz.plots import kit
@@ -32,6 +33,7 @@ from bam_viz.plots.style import (
     MC_BAND_FILL,
     MC_COLOUR,
     MEAN_ATTENTION_COLOUR,
+    MESSAGE_CHARS,
     MI_COLOUR,
     PI_COLOUR,
     POSTERIOR_COLOUR,
@@ -50,7 +52,7 @@ from bam_viz.plots.style import (
     ZERO_WIDTH,
 )
 from bam_viz.plots.tokens import axis_labels, clip, shown_indices, window_text
-from bam_viz.plots.wording import Facts, count, entropy_parts, is_stochastic, mi_estimator
+from bam_viz.plots.wording import Facts, count, entropy_mi_note, entropy_parts, is_stochastic, mi_estimator
 
 __all__ = ["entropy_figure", "key_density_figure", "layer_head_figure", "prediction_figure",
            "prior_posterior_figure", "sampled_maps_figure", "sweep_figure"]
@@ -308,23 +310,30 @@ def prediction_figure(result: ExplainResult, bins: int = 20) -> go.Figure:
 
 
 def entropy_figure(result: ExplainResult) -> go.Figure:
-    """Total predictive entropy as one bar: expected entropy (aleatoric) + mutual information
-    (epistemic, bias-corrected by the jackknife from 3 samples), on an axis to its bound ln K."""
-    aleatoric, epistemic, total = entropy_parts(result)
+    """The predictive entropy H[E p] as one bar, on an axis to its bound ln K: the expected entropy
+    (aleatoric) stacked with the plug-in mutual information (epistemic), which add up to H[E p]
+    (`entropy_parts`); the headline's bias-corrected estimate is written under the bar, by name."""
+    parts = entropy_parts(result)
     bound = entropy_bound(len(result.classes))
     data = [
-        {"type": "bar", "y": ["uncertainty"], "x": [max(value, 0.0)], "name": name, "orientation": "h",
+        {"type": "bar", "y": ["uncertainty"], "x": [value], "name": name, "orientation": "h",
          "marker": {"color": colour}, "text": [f"{value:.3f}"], "textposition": "inside",
          "hovertemplate": f"{name}: {value:.4f} nats<extra></extra>"}
-        for name, value, colour in (("aleatoric: expected entropy", aleatoric, ALEATORIC_COLOUR),
-                                    (f"epistemic: mutual information, {mi_estimator(result.n_samples)}",
-                                     epistemic, MI_COLOUR))
+        for name, value, colour in ((LABELS["aleatoric"], parts.aleatoric, ALEATORIC_COLOUR),
+                                    (LABELS["epistemic"], parts.epistemic, MI_COLOUR))
     ]
+    # plotly never wraps an annotation: the note's lines are broken here, and the bottom margin holds them.
+    note = textwrap.wrap(entropy_mi_note(result) or "", MESSAGE_CHARS)
+    under = {"annotations": [{
+        "text": "<br>".join(html.escape(line, quote=False) for line in note), "showarrow": False, "align": "left",
+        "x": 0, "xanchor": "left", "xref": "paper", "y": 0, "yanchor": "top", "yref": "paper", "yshift": -28,
+        "font": {"size": 11}}]} if note else {}
     # Two title lines and a legend of two rows in a narrow column: a taller top margin.
     return kit.figure(data, kit.margin(kit.layout(
-        f"Predictive entropy {total:.3f} nats<br>(at most {entropy_bound_label(len(result.classes))})", 220,
-        barmode="stack", yaxis=kit.axis(visible=False), xaxis=kit.axis(range=[0, max(bound, total) * 1.02]),
-    ), t=110, b=30))
+        f"{LABELS['entropy']} {parts.total:.3f} nats<br>(at most {entropy_bound_label(len(result.classes))})",
+        220 + 15 * len(note), barmode="stack", yaxis=kit.axis(visible=False),
+        xaxis=kit.axis(range=[0, max(bound, parts.total) * 1.02]), **under,
+    ), t=110, b=30 + 15 * len(note)))
 
 
 # ---- panel 4: where the uncertainty lives ------------------------------------------------------
@@ -412,7 +421,7 @@ def layer_head_figure(result: ExplainResult, which: str = "spread",
 
 # ---- the sweep: prediction and doubt over a slider's whole range --------------------------------
 def sweep_figure(sweep, current: float | None = None) -> go.Figure:  # sweep: a bam_viz.inference.sweep.Sweep
-    """P(target) by E[f(z)] (with a band of +/- 2 Monte Carlo standard errors), by f(E[w]) (at
+    """P(target) by E[f(z)] (with its 95% interval as a band, t SE at S - 1 df), by f(E[w]) (at
     the samples' mean attention) and by f(softmax) (the deterministic pass), and the mutual
     information (bias-corrected by the jackknife from 3 samples), against the swept hyperparameter;
     the current and the trained values marked. Two rows sharing the x axis (log for a log slider)."""
@@ -421,7 +430,8 @@ def sweep_figure(sweep, current: float | None = None) -> go.Figure:  # sweep: a 
     mean_attention, softmax = kit.finite(sweep.p_mean_attention), kit.finite(sweep.p_softmax)
     mi_value = kit.finite(sweep.mutual_information)
     mi = np.clip(mi_value, 0.0, None)           # drawn from 0; the hover says the estimate itself
-    lo, hi = np.clip(mc - 2 * se, 0.0, 1.0), np.clip(mc + 2 * se, 0.0, 1.0)
+    half = interval_multiplier(sweep.n_samples) * se
+    lo, hi = np.clip(mc - half, 0.0, 1.0), np.clip(mc + half, 0.0, 1.0)
     name = html.escape(sweep.name)
     p_name = probability(class_label(sweep.target_name))
     mi_name = f"mutual information (nats), {mi_estimator(sweep.n_samples)}"

@@ -42,7 +42,7 @@ AXIS_TITLE_CHARS = 20        # an axis title's line fits the plot area of a narr
 # sends these in every payload's header, with the colour scales and fixed ranges above.
 MI_COLOUR = "#ff8a65"                    # the mutual information: epistemic uncertainty
 ALEATORIC_COLOUR = "#8c9eff"             # the expected entropy: aleatoric uncertainty
-MC_BAND_FILL = "rgba(44,160,44,0.18)"    # E[f(z)] ± 2 SE: MC_COLOUR, translucent
+MC_BAND_FILL = "rgba(44,160,44,0.18)"    # E[f(z)]'s 95% interval: MC_COLOUR, translucent
 PRIOR_FILL = "rgba(158,158,158,0.2)"     # under the prior's density: PRIOR_COLOUR, translucent
 POSTERIOR_FILL = "rgba(31,119,180,0.2)"  # under the posterior's density: POSTERIOR_COLOUR, translucent
 MARKER_COLOUR = "#555555"                # the current and the trained value, marked on the sweep

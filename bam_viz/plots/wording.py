@@ -5,14 +5,17 @@ and the split of the predictive entropy the panels draw."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from bam_viz import families
 from bam_viz.core.labels import LABELS
-from bam_viz.inference.result import ExplainResult
+from bam_viz.inference.result import ExplainResult, MonteCarloErrors
+from bam_viz.plots.format import with_se
 
-__all__ = ["Facts", "count", "entropy_parts", "is_stochastic", "mi_estimator", "mi_how"]
+__all__ = ["EntropyParts", "Facts", "count", "entropy_mi_note", "entropy_parts", "headline_mi", "is_stochastic",
+           "mi_estimator", "mi_how"]
 
 
 def count(n: int, noun: str) -> str:
@@ -39,6 +42,10 @@ class Facts:
     # its prior p(z|x) itself), "fixed" (a uniform prior, not learned) or "none"
     prior: str
     family_label: str
+    family: families.AttentionFamily
+    # p of the dropout on the sampled weights (`ExplainResult.attention_dropout`): 0 where every draw
+    # is a point of the simplex, each row summing to 1 and every weight in [0, 1]
+    attention_dropout: float = 0.0
 
     @classmethod
     def of(cls, result: ExplainResult) -> Facts:
@@ -49,7 +56,13 @@ class Facts:
                    family.has_density and bool(layers) and not dropout,
                    "learned" if family.learned_prior else "alignment" if family.hard_alignment
                    else "fixed" if family.stochastic else "none",
-                   family.label)
+                   family.label, family, float(result.attention_dropout) if layers else 0.0)
+
+    @property
+    def weight_max(self) -> float:
+        """The most a sampled weight can be: 1 on the simplex, 1/(1 - p) where dropout on the weights
+        scales a kept one by 1/(1 - p)."""
+        return 1 / (1 - self.attention_dropout)
 
     def samples(self) -> str:
         return count(self.n_samples, "attention sample")
@@ -113,9 +126,40 @@ def mi_how(n_samples: int) -> str:
     return "bias-corrected by the jackknife" if n_samples >= 3 else "the plug-in: its jackknife needs 3 samples"
 
 
-def entropy_parts(result: ExplainResult) -> tuple[float, float, float]:
-    """Aleatoric (the expected entropy), epistemic (the mutual information, which can dip just below
-    0 once bias-corrected) and their total, the epistemic part counted from 0 as the panels draw it."""
-    aleatoric = float(np.nan_to_num(result.expected_entropy))
-    epistemic = float(np.nan_to_num(result.mutual_information))
-    return aleatoric, epistemic, aleatoric + max(epistemic, 0.0)
+class EntropyParts(NamedTuple):
+    """The predictive entropy and its split, as every entropy panel draws and says it (the Plotly
+    figure, the captions and, through the frame's stats, the live page).
+
+    H[E p] = E[H p] + I_plug-in (Depeweg et al. 2018, eq. 7; exact but for the plug-in's float noise
+    under `metrics.MI_ROUNDING`, which is 0): the bar stacks the expected entropy and the plug-in
+    mutual information, and ends at the total, never above ln K. The headline's bias-corrected
+    (jackknife) estimate is a different number, usually larger at few samples, and can exceed the
+    room left under ln K: stacked, it would push the total past its bound (0.698 nats over ln 2 =
+    0.693 on the lesson "Attention as a random variable" at k = 0.2). It is said beside the bar,
+    under its own name (`entropy_mi_note`)."""
+
+    total: float                # H[E_z p]: `predictive_entropy`
+    aleatoric: float            # E_z H[p]: `expected_entropy`
+    epistemic: float            # total - aleatoric: `mutual_information_plugin`
+    mutual_information: float   # the headline's bias-corrected estimate: `mutual_information`
+
+
+def entropy_parts(result: ExplainResult) -> EntropyParts:
+    """`EntropyParts` of a result (0 where a number is NaN)."""
+    return EntropyParts(*(float(np.nan_to_num(x)) for x in (
+        result.predictive_entropy, result.expected_entropy, result.mutual_information_plugin,
+        result.mutual_information)))
+
+
+def entropy_mi_note(result: ExplainResult) -> str | None:
+    """The headline's bias-corrected mutual information, said beside the entropy bar under its own
+    name (`LABELS["entropy_mi"]`) and written as the headline writes it (`headline_mi`); None where
+    it is the bar's plug-in part itself: a deterministic model, or fewer samples than its jackknife needs."""
+    if not result.stochastic_layers or result.n_samples < MonteCarloErrors.SAMPLES_NEEDED["mutual_information"]:
+        return None
+    return LABELS["entropy_mi"].format(mi=headline_mi(result))
+
+
+def headline_mi(result: ExplainResult) -> str:
+    """The headline's mutual information as its metric writes it, to the decimals of its SE."""
+    return with_se(result, "mutual_information", entropy_parts(result).mutual_information)[0]

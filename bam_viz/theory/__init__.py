@@ -35,7 +35,7 @@ from bam_viz.theory.cinquin2021 import (
     uncertainty_figure,
     uncertainty_table,
 )
-from bam_viz.theory.common import Z95, Control
+from bam_viz.theory.common import Control
 from bam_viz.theory.deng2018_elbo import (
     ALIGNMENT_MODEL,
     Alignment,
@@ -99,7 +99,7 @@ CONTROLS = (*deng2018_jensen.CONTROLS, *deng2018_elbo.CONTROLS, *zhang2022.CONTR
 
 __all__ = [
     "ALIGNMENT_MODEL", "CONTROLS", "FUNCTIONS", "GAP_MODELS", "MEASURES", "OOD_CORPORA", "PAIRS", "SPACES", "TOY_N",
-    "TOY_TEMPERATURE_RATIOS", "Z95", "Alignment", "Control", "ElboPath", "ExchangeableToy", "GapCase", "Gaussian",
+    "TOY_TEMPERATURE_RATIOS", "Alignment", "Control", "ElboPath", "ExchangeableToy", "GapCase", "Gaussian",
     "JensenGap", "KLCheck", "LayerGaps", "LogLogFit", "ScorePair", "ScorePanel", "Spread", "ToyDraw", "ToyExample",
     "ToySweep", "TwoPoint", "UncertaintyRow", "alignment", "alignment_caption", "alignment_figure", "cinquin2021",
     "deng2018_elbo", "deng2018_jensen", "density_figure", "elbo_figure", "elbo_path", "fan2020", "jensen_caption",

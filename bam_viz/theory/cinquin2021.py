@@ -132,8 +132,10 @@ def uncertainty_figure(rows: Sequence[UncertaintyRow]) -> go.Figure:
 
 
 def uncertainty_caption(rows: Sequence[UncertaintyRow], seed_sd: Mapping[str, float] | None = None) -> str:
-    """What the stored numbers show, and what one seed of a small model cannot; a difference is set
-    against the spread between training seeds where `seed_sd` (`seed_spread()`) has it."""
+    """What the stored numbers show, and what one seed of a small model cannot; a difference of two
+    models is set against the spread of such a difference where `seed_sd` (`seed_spread()`) has it:
+    each model is one training seed, so their difference spreads by √2 × one seed's sd (the
+    variance of a difference of two independent seeds is twice one seed's)."""
     seed_sd = seed_sd or {}
     weight = [r for r in rows if r.space == WEIGHT_SPACE]
     attention = [r for r in rows if r.space == ATTENTION_SPACE]
@@ -147,8 +149,9 @@ def uncertainty_caption(rows: Sequence[UncertaintyRow], seed_sd: Mapping[str, fl
         diff = getattr(best, key) - getattr(w, key)
         (attention_wins if (diff < 0) == (better == "lower") else weight_wins).append(short)
         sd = seed_sd.get(key)
-        spread = "" if sd is None else ("; within the spread between training seeds" if abs(diff) <= sd
-                                        else "; beyond the spread between training seeds")
+        spread = "" if sd is None else (
+            f"; {'within' if abs(diff) <= math.sqrt(2) * sd else 'beyond'} the spread of a difference between "
+            f"two training seeds, √2 × {sd:.3f} = {math.sqrt(2) * sd:.3f}")
         parts.append(f"{short} {getattr(w, key):.3f} against {getattr(best, key):.3f} ({best.model}{spread})")
     verdict = (f"{w.model} is better on {' and '.join(weight_wins) or 'nothing'}, attention-space noise on "
                f"{' and '.join(attention_wins) or 'nothing'}")

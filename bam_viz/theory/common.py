@@ -10,13 +10,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy import stats
-
 from bam_viz import families
 from bam_viz.core.grids import nearest_index, value_grid, with_value
 from bam_viz.plots import kit
 
-Z95 = stats.norm.ppf(0.975)
 PER_DECADE = 12              # a lab slider's log grid: coarser than the explorer's, each step visible
 FONT_PX = 16                 # figures are read from the back of a classroom
 TITLE_PX = 20

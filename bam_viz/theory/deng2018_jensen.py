@@ -29,7 +29,6 @@ from bam_viz.plots.style import MC_COLOUR, MEAN_ATTENTION_COLOUR, PRIOR_COLOUR, 
 from bam_viz.theory.common import (
     NO_NOISE,
     WEIGHT_SPACE,
-    Z95,
     Control,
     axis,
     finite,
@@ -354,10 +353,11 @@ def layer_gap_figure(g: LayerGaps) -> go.Figure:
     pass as grouped bars with 95% Monte Carlo error bars."""
     cases = (*g.cases, g.together)
     names = [c.name for c in cases]
+    z = metrics.interval_multiplier(g.n_samples)
 
     def bars(name, colour, values, errors, hover):
         return {"type": "bar", "x": names, "y": values, "name": name, "marker": {"color": colour},
-                "error_y": {"type": "data", "array": [Z95 * e for e in errors], "visible": True,
+                "error_y": {"type": "data", "array": [z * e for e in errors], "visible": True,
                             "thickness": 2, "width": 6},
                 "hovertemplate": f"%{{x}}: {hover} = %{{y:+.4f}}<extra></extra>"}
 
@@ -381,12 +381,13 @@ def layer_gap_figure(g: LayerGaps) -> go.Figure:
         yaxis=axis("gap in P(positive)", zeroline=True, zerolinewidth=2)))
 
 
-def _pm(value: float, se: float) -> str:
-    return f"{value:+.4f} ± {Z95 * se:.4f}"
+def _pm(value: float, se: float, z: float) -> str:
+    """value ± its 95% interval's half-width, z SE (`metrics.interval_multiplier` at the samples drawn)."""
+    return f"{value:+.4f} ± {z * se:.4f}"
 
 
 def layer_gap_caption(g: LayerGaps) -> str:
-    t = g.together
+    t, z = g.together, metrics.interval_multiplier(g.n_samples)
     if g.noise == "dropout":
         sampling = "dropout on in every stochastic layer"
     else:
@@ -395,16 +396,16 @@ def layer_gap_caption(g: LayerGaps) -> str:
     largest = max(range(len(g.layers)), key=lambda i: abs(g.gaps[i]))
     c, which = g.cases[largest], "" if g.noise == "dropout" else "Deng "
     alone = ("" if len(g.layers) == 1 else
-             f" Alone, layer {g.layers[largest]} has the largest {which}gap, {_pm(c.gap, c.gap_se)}, and "
-             f"{sum(abs(k.gap) > Z95 * k.gap_se for k in g.cases)} of {len(g.layers)} layers alone have one "
+             f" Alone, layer {g.layers[largest]} has the largest {which}gap, {_pm(c.gap, c.gap_se, z)}, and "
+             f"{sum(abs(k.gap) > z * k.gap_se for k in g.cases)} of {len(g.layers)} layers alone have one "
              f"beyond their 95% interval.")
     if g.noise == "dropout":
         return (f"{head}, and P(positive) = {g.softmax:.3f} with dropout off: f(softmax), the "
                 f"deterministic pass, which is also f(E[z]) (the mean of a dropout mask keeps every unit), so Deng's "
-                f"gap E[f(z)] − f(E[z]) and E[f(z)] − f(softmax) are one, {_pm(t.gap, t.gap_se)} (95% Monte Carlo "
+                f"gap E[f(z)] − f(E[z]) and E[f(z)] − f(softmax) are one, {_pm(t.gap, t.gap_se, z)} (95% Monte Carlo "
                 f"interval, seed {g.seed}).{alone}")
     return (f"{head}, f(E[w]) = {t.mean_attention:.3f} and f(softmax) = {g.softmax:.3f}: Deng's gap "
-            f"{_pm(t.gap, t.gap_se)}, the gap to the deterministic pass {_pm(t.gap_softmax, t.gap_softmax_se)}."
+            f"{_pm(t.gap, t.gap_se, z)}, the gap to the deterministic pass {_pm(t.gap_softmax, t.gap_softmax_se, z)}."
             f"{alone} Green: Deng's gap E[f(z)] − f(E[w]), with E[w] the Monte Carlo mean, over the "
             f"{g.n_samples} samples, of each sampled layer's weights (the layers above fed by the f(E[w]) pass "
             f"itself); red: E[f(z)] − f(softmax), against the deterministic pass with every stochastic layer at "

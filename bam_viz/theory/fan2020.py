@@ -22,10 +22,11 @@ from torch.distributions import Distribution, kl_divergence
 from bam_viz import families, zoo
 from bam_viz.core.grids import nearest_index
 from bam_viz.core.inputs import check_seed
+from bam_viz.core.metrics import interval_multiplier
 from bam_viz.families import LognormalFamily, WeibullFamily
 from bam_viz.plots.kit import figure
 from bam_viz.plots.style import POSTERIOR_COLOUR, PRIOR_COLOUR
-from bam_viz.theory.common import Z95, Control, axis, finite, layout, log_grid, positive, step_grid
+from bam_viz.theory.common import Control, axis, finite, layout, log_grid, positive, step_grid
 
 
 def _trained(family: str, name: str) -> float:
@@ -166,6 +167,11 @@ class KLCheck:
     se: float
     n: int
 
+    @property
+    def half_width(self) -> float:
+        """The Monte Carlo estimate's 95% interval: ± t SE, t at its n draws."""
+        return interval_multiplier(self.n) * self.se
+
 
 def kl_check(pair: ScorePair, n: int = 20_000, seed: int = 0) -> KLCheck:
     """The closed-form KL against E_q[log q(S) - log p(S)] over n reparameterised draws."""
@@ -198,7 +204,7 @@ def density_figure(pair: ScorePair, check: KLCheck) -> go.Figure:
          "fill": "tozeroy", "line": {"color": POSTERIOR_COLOUR, "width": 3}},
         {"type": "scatter", "x": s.numpy(), "y": p, "mode": "lines", "name": f"{panel.prior_name} prior p",
          "line": {"color": PRIOR_COLOUR, "width": 3, "dash": "dash"}},
-    ], layout(f"KL(q‖p): {check.closed_form:.3f} exact, {check.monte_carlo:.3f} ± {Z95 * check.se:.3f} MC", 460,
+    ], layout(f"KL(q‖p): {check.closed_form:.3f} exact, {check.monte_carlo:.3f} ± {check.half_width:.3f} MC", 460,
               xaxis=axis("unnormalised score S", range=[0, hi]), yaxis=axis("density", range=[0, top])))
 
 
@@ -229,7 +235,7 @@ def reparam_figure(pair: ScorePair, n_draws: int = 24, seed: int = 0) -> go.Figu
 
 def score_caption(pair: ScorePair, check: KLCheck) -> str:
     return (f"For {pair.describe()}, KL(q ‖ p) = {check.closed_form:.4f} nats in closed form "
-            f"({PAIRS[pair.family].kl_source}) and {check.monte_carlo:.4f} ± {Z95 * check.se:.4f} by Monte Carlo "
+            f"({PAIRS[pair.family].kl_source}) and {check.monte_carlo:.4f} ± {check.half_width:.4f} by Monte Carlo "
             f"over {check.n:,} reparameterised draws: the formula the model trains with is the divergence the draws "
             "measure.")
 

@@ -14,9 +14,10 @@ import plotly.graph_objects as go
 from scipy import special, stats
 
 from bam_viz.core.inputs import check_seed
+from bam_viz.core.metrics import interval_multiplier
 from bam_viz.plots.kit import figure
 from bam_viz.plots.style import MC_COLOUR, MEAN_ATTENTION_COLOUR, POSTERIOR_COLOUR, PRIOR_COLOUR
-from bam_viz.theory.common import Z95, Control, axis, finite, layout, step_grid
+from bam_viz.theory.common import Control, axis, finite, layout, step_grid
 
 MAX_TOY_TOKENS = 10_000_000        # tokens in one draw() call: ~0.5 GB of float64 keys and indices
 TOY_N = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -260,7 +261,8 @@ def toy_error_figure(sw: ToySweep, current_n: int | None = None) -> go.Figure:
     data = [
         {"type": "scatter", "x": n, "y": sw.mean_error, "mode": "markers", "name": f"mean error ({sw.n_draws} draws)",
          "marker": {"size": 12, "color": MC_COLOUR},
-         "error_y": {"type": "data", "array": Z95 * sw.se_error, "visible": True, "thickness": 2}},
+         "error_y": {"type": "data", "array": interval_multiplier(sw.n_draws) * sw.se_error, "visible": True,
+                     "thickness": 2}},
         {"type": "scatter", "x": n, "y": fitted, "mode": "lines",
          "name": f"fit: slope {sw.fit.slope:.2f} [{sw.fit.low:.2f}, {sw.fit.high:.2f}]",
          "line": {"color": MC_COLOUR, "width": 3}},

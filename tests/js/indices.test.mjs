@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { frameSamples, nearestIndex, nearestReady, sliderIndex, sliderValue } from "../../views/live/indices.js";
+import { frameIntervalZ, frameSamples, nearestIndex, nearestReady, sliderIndex, sliderValue } from "../../views/live/indices.js";
 import { PYTHON } from "./python.mjs";
 
 test("the nearest grid value is bam_viz.core.grids.nearest_index's", () => {
@@ -39,4 +39,13 @@ test("a frame's samples: a preview's own, else the header's", () => {
   assert.equal(frameSamples({ n_samples: 16 }, 1), 16);
   assert.equal(frameSamples({}, 0), 0);
   assert.equal(frameSamples(null, 0), 0);
+});
+
+test("a frame's interval multiplier is the header's, NaN where Python sent none", () => {
+  const h = { frame_interval_z: [2.04, 2.36, null] };
+  assert.equal(frameIntervalZ(h, 0), 2.04);
+  assert.equal(frameIntervalZ(h, 1), 2.36);
+  assert.ok(Number.isNaN(frameIntervalZ(h, 2)));
+  assert.ok(Number.isNaN(frameIntervalZ(h, 3)));
+  assert.ok(Number.isNaN(frameIntervalZ({ n_samples: 32 }, 0)));
 });

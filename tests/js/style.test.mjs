@@ -21,8 +21,8 @@ test("a payload without a style is refused, not drawn with guesses", () => {
 
 test("the gap's sentences are bam_viz.plots.captions.gap_sentence's", () => {
   const sentences = PYTHON.style.summary.gap_sentence;
-  for (const [told, twoSe, python] of PYTHON.gap_sentence) {
-    assert.equal(fill(told ? sentences.distinguishable : sentences.indistinguishable, { two_se: twoSe }), python);
+  for (const [told, halfWidth, python] of PYTHON.gap_sentence) {
+    assert.equal(fill(told ? sentences.distinguishable : sentences.indistinguishable, { half_width: halfWidth }), python);
   }
   assert.equal(fill("{a} and {b}", { a: 1 }), "1 and {b}");
 });

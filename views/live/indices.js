@@ -43,4 +43,11 @@ export function frameSamples(h, i) {
   return Number.isInteger(drawn) && drawn > 0 ? drawn : total;
 }
 
+// How many standard errors frame i's 95% interval spans (a payload's `frame_interval_z`, Python's t
+// quantile at the samples the frame drew, bam_viz.core.metrics.interval_multiplier); NaN where not sent.
+export function frameIntervalZ(h, i) {
+  const z = h && Array.isArray(h.frame_interval_z) ? h.frame_interval_z[i] : undefined;
+  return typeof z === "number" && Number.isFinite(z) ? z : NaN;
+}
+
 export const sliderValue = (slider, i) => (slider && Array.isArray(slider.values) ? slider.values[i] : undefined);

@@ -6,14 +6,16 @@
 import { classRows, drawClasses, hoverClasses, ROW_PX } from "./classes.js";
 import { axes, band, message, polyline, text, textWidth, vline, yAxisMargin } from "./draw.js";
 import { caption, el, fillLegend, label, legend, setCaption, setText, show, staleNote } from "./dom.js";
+import { entropyBar } from "./entropy.js";
 import { clamp, finite, fixed, fmtG, fmtShort, shorten, signedAt } from "./format.js";
-import { frameSamples, sliderValue } from "./indices.js";
+import { frameIntervalZ, frameSamples, sliderValue } from "./indices.js";
 import { row } from "./payload.js";
 import { linearTicks, logTicks, scale } from "./scale.js";
 import { fill } from "./style.js";
 import { PayloadView } from "./view.js";
 
 const AXIS_TITLE_CHARS = 24;            // a rotated title along the sweep's upper plot; the panel's title has it all
+const ENTROPY_COLOURS = { aleatoric: "aleatoric", epistemic: "mi" };   // the entropy bar's parts: their colours' roles
 
 export class SummaryView extends PayloadView {
   constructor() {
@@ -52,6 +54,7 @@ export class SummaryView extends PayloadView {
     this.entropyTitle = el("div", "bamviz-title", right);
     this.entropyLegend = legend(right, []);
     this.entropy = this.chart(right, { height: 130, draw: (g) => this.drawEntropy(g), hover: (x, y) => this.hoverEntropy(x, y) });
+    this.entropyNote = el("p", "bamviz-note", right);
     this.capPrediction = caption(pred);
   }
 
@@ -80,8 +83,8 @@ export class SummaryView extends PayloadView {
     const K = Array.isArray(h.classes) ? h.classes.length : 0;
     setText(this.classTitle, `Predictive distribution over ${K} classes`);
     fillLegend(this.entropyLegend, [
-      { label: "aleatoric: expected entropy", colour: c.aleatoric, kind: "box" },
-      { label: "epistemic: mutual information", colour: c.mi, kind: "box" },
+      { label: label(h, "aleatoric"), colour: c[ENTROPY_COLOURS.aleatoric], kind: "box" },
+      { label: label(h, "epistemic"), colour: c[ENTROPY_COLOURS.epistemic], kind: "box" },
     ]);
     show(this.sweepPanel, !!(sl && Array.isArray(sl.values) && sl.values.length));
     const p = label(h, "p");
@@ -155,10 +158,11 @@ export class SummaryView extends PayloadView {
       : err(st.mi_se, "mutual_information");
     setText(mi.sub, stochastic ? interval : "exact");
     let line = "";
-    if (stochastic && finite(st.gap_se) && finite(st.gap)) {
-      const twoSe = fixed(2 * st.gap_se, st.gap_se, rule);
-      const told = Math.abs(st.gap) > 2 * st.gap_se;
-      line = fill(told ? sentence.distinguishable : sentence.indistinguishable, { two_se: twoSe });
+    // the 95% interval's half-width at the samples this frame drew: t from the header, not from here
+    const half = frameIntervalZ(this.h, i) * st.gap_se;
+    if (stochastic && finite(half) && finite(st.gap)) {
+      const told = Math.abs(st.gap) > half;
+      line = fill(told ? sentence.distinguishable : sentence.indistinguishable, { half_width: fixed(half, st.gap_se, rule) });
     }
     setText(this.gapLine, line);
     show(this.gapLine, !!line);
@@ -176,6 +180,7 @@ export class SummaryView extends PayloadView {
     const get = (name) => rows.map((r) => (r ? r[name] : NaN));
     const p = get("p_mc");
     const se = get("p_se");
+    const half = se.map((v, k) => frameIntervalZ(this.h, k) * v);     // each frame's 95% interval, t at its samples
     const mf = get("p_mean_attention");
     const sm = get("p_softmax");
     const mi = get("mi");
@@ -207,7 +212,7 @@ export class SummaryView extends PayloadView {
       ctx.beginPath();
       ctx.rect(top.x, top.y - 2, top.w, top.h + 4);
       ctx.clip();
-      band(lg, xs, p.map((v, k) => sTop(clamp(v - 2 * se[k], 0, 1))), p.map((v, k) => sTop(clamp(v + 2 * se[k], 0, 1))), c.mc_band);
+      band(lg, xs, p.map((v, k) => sTop(clamp(v - half[k], 0, 1))), p.map((v, k) => sTop(clamp(v + half[k], 0, 1))), c.mc_band);
       polyline(lg, xs, sm.map(sTop), { colour: c.softmax, width: 2, dash: [2, 3] });
       polyline(lg, xs, mf.map(sTop), { colour: c.mean_attention, width: 2, dash: [6, 4] });
       polyline(lg, xs, p.map(sTop), { colour: c.mc, width: 3, markers: 2.5 });
@@ -332,19 +337,20 @@ export class SummaryView extends PayloadView {
     return `Predictive distribution: ${rows.map((r) => `${r.full} ${fmtShort(r.mc, 3)}`).join(", ")}`;
   }
 
-  // -- predictive entropy: aleatoric + epistemic in one stacked bar.
+  // -- the entropy of the predictive mean: the payload's total, stacked from its two parts (entropy.js).
   drawEntropy(g) {
     const { i } = this.idx;
     const st = i >= 0 ? this.stats(i) : null;
-    const al = st && finite(st.expected_entropy) ? Math.max(0, st.expected_entropy) : NaN;
-    const ep = st && finite(st.mi) ? Math.max(0, st.mi) : NaN;
-    const total = (finite(al) ? al : 0) + (finite(ep) ? ep : 0);
+    const bar = st ? entropyBar(this.h, st, i) : null;
+    const total = bar ? bar.total : NaN;
     const bound = this.h.entropy_bound;                     // ln K (bam_viz.core.task.entropy_bound)
+    const name = label(this.h, "entropy");
     const most = `(at most ${label(this.h, "entropy_bound")})`;
-    setText(this.entropyTitle, finite(al) || finite(ep) ? `Predictive entropy ${fmtG(total)} nats ${most}`
-      : `Predictive entropy ${most}`);
-    if (!st) { message(g, "Computing…"); return "Predictive entropy not computed yet"; }
-    const xmax = Math.max(finite(bound) ? bound : 0, total, 1e-6);
+    setText(this.entropyTitle, finite(total) ? `${name} ${fmtG(total)} nats ${most}` : `${name} ${most}`);
+    setText(this.entropyNote, bar ? bar.note : "");
+    show(this.entropyNote, !!(bar && bar.note));
+    if (!st) { message(g, "Computing…"); return `${name} not computed yet`; }
+    const xmax = Math.max(finite(bound) ? bound : 0, finite(total) ? total : 0, 1e-6);
     const box = { x: 10 * g.s, y: 20 * g.s, w: g.w - 24 * g.s, h: 0 };
     box.h = g.h - box.y - 44 * g.s;
     const sx = scale(0, xmax, box.x, box.x + box.w);
@@ -352,45 +358,40 @@ export class SummaryView extends PayloadView {
     axes(g, box, sx, () => 0, { xTicks, xTitle: "nats" });
     const barY = box.y + box.h * 0.2;
     const barH = box.h * 0.65;
-    const parts = [
-      { v: al, colour: this.style.colours.aleatoric, x0: 0, name: "aleatoric" },
-      { v: ep, colour: this.style.colours.mi, x0: finite(al) ? al : 0, name: "epistemic" },
-    ];
     const { ctx } = g;
     const outside = [];
-    for (const part of parts) {
-      if (!finite(part.v) || part.v <= 0) continue;
+    for (const part of bar.segments) {
+      if (!finite(part.v) || !finite(part.x0) || !finite(part.x1) || part.v <= 0) continue;
       const x0 = sx(part.x0);
-      const x1 = sx(part.x0 + part.v);
-      ctx.fillStyle = part.colour;
+      const x1 = sx(part.x1);
+      ctx.fillStyle = this.style.colours[ENTROPY_COLOURS[part.key]];
       ctx.fillRect(x0, barY, x1 - x0, barH);
-      const label = fmtShort(part.v, 3);
-      if (textWidth(g, label, 11) + 8 <= x1 - x0) {
-        text(g, label, (x0 + x1) / 2, barY + barH / 2, { align: "center", baseline: "middle", color: "#1a1a1a" });
+      const number = fmtShort(part.v, 3);
+      if (textWidth(g, number, 11) + 8 <= x1 - x0) {
+        text(g, number, (x0 + x1) / 2, barY + barH / 2, { align: "center", baseline: "middle", color: "#1a1a1a" });
       } else {
-        outside.push({ x: x0, label: `${part.name} ${label}` });
+        outside.push({ x: x0, label: `${part.key} ${number}` });
       }
     }
     if (outside.length) {            // too narrow to hold their numbers: written above the bar
-      const label = outside.map((o) => o.label).join(" · ");
-      const w = textWidth(g, label, 10);
-      text(g, label, clamp(outside[0].x, 2, g.w - w - 30 * g.s), barY - 4, { size: 10 });
+      const line = outside.map((o) => o.label).join(" · ");
+      const w = textWidth(g, line, 10);
+      text(g, line, clamp(outside[0].x, 2, g.w - w - 30 * g.s), barY - 4, { size: 10 });
     }
     if (finite(bound)) {
       vline(g, sx(bound), box.y - 4, box.y + box.h, g.axis, { dash: [2, 3] });
       text(g, label(this.h, "entropy_bound_name"), clamp(sx(bound), 14, g.w - 14), box.y - 6, { align: "center", size: 10 });
     }
-    this.entropyLayout = { sx, barY, barH, al, ep };
-    return `Predictive entropy ${fmtG(total)} nats: aleatoric ${fmtG(al)}, epistemic ${fmtG(ep)}`;
+    this.entropyLayout = { sx, barY, barH, segments: bar.segments };
+    const [al, ep] = bar.segments;
+    return `${name} ${fmtG(total)} nats: ${al.key} ${fmtG(al.v)}, ${ep.key} ${fmtG(ep.v)}`;
   }
 
   hoverEntropy(x, y) {
     const L = this.entropyLayout;
     if (!L || y < L.barY || y > L.barY + L.barH) return null;
     const v = L.sx.invert(x);
-    const al = finite(L.al) ? L.al : 0;
-    if (v >= 0 && v <= al) return `aleatoric: expected entropy ${fmtG(L.al, 3)} nats`;
-    if (v > al && v <= al + (finite(L.ep) ? L.ep : 0)) return `epistemic: mutual information ${fmtG(L.ep, 3)} nats`;
-    return null;
+    const part = L.segments.find((s) => finite(s.v) && v >= s.x0 && v <= s.x1);
+    return part ? `${label(this.h, part.key)} ${fmtG(part.v, 3)} nats` : null;
   }
 }
