@@ -147,9 +147,13 @@ def labelled_table(corpus: str, split: str, scheme: str = "three-way", data: str
 
 
 def write_table(frame, out: Path) -> Path:
-    """`frame` as a .csv, .tsv, .jsonl or .parquet file (by the suffix of `out`)."""
+    """`frame` as a .csv, .tsv, .jsonl or .parquet file (by the suffix of `out`; CSV and TSV text
+    cells a spreadsheet would run neutralised, `bam_viz.core.spreadsheet`)."""
+    from bam_viz.core.spreadsheet import safe_frame
+
     out = Path(out)
-    writers = {".csv": lambda: frame.to_csv(out, index=False), ".tsv": lambda: frame.to_csv(out, sep="\t", index=False),
+    writers = {".csv": lambda: safe_frame(frame).to_csv(out, index=False),
+               ".tsv": lambda: safe_frame(frame).to_csv(out, sep="\t", index=False),
                ".jsonl": lambda: frame.to_json(out, orient="records", lines=True, force_ascii=False),
                ".parquet": lambda: frame.to_parquet(out, index=False)}
     if out.suffix.lower() not in writers:

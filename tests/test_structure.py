@@ -9,7 +9,10 @@ cycles. A new subpackage or top-level module must be placed in a layer here and 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
+
+from bam_viz import families
 
 PACKAGE = Path(__file__).resolve().parents[1] / "bam_viz"
 
@@ -20,7 +23,7 @@ LAYERS = [
     {"families", "data"},
     {"nn"},
     {"inference"},
-    {"plots", "model"},
+    {"plots", "model", "model_files"},
     {"zoo"},
     {"live", "evaluation"},
     {"dataset", "theory"},
@@ -157,3 +160,75 @@ def test_no_module_is_over_500_lines():
     long = {str(p.relative_to(PACKAGE.parent)): n for p in [*PACKAGE.rglob("*.py"), *views.rglob("*.py")]
             if (n := len(p.read_text().splitlines())) > 500}
     assert not long, long
+
+
+# ---- a family's words and facts live in its class ------------------------------------------------
+# Outside bam_viz/families/ no module names a family: it asks the registry or the family's attributes.
+# The zoo's recipes name their families' models ("dirichlet", "categorical"); "softmax" is also the
+# deterministic pass's name (LABELS["softmax"], the evaluation's "softmax" variant), so that name counts
+# only where it is compared or looked up as a family.
+ZOO_RECIPES = {"RECIPES", "SHARED_WEIGHTS"}
+DETERMINISTIC = "softmax"
+
+
+def python_family_literals(path: Path, names: set[str]) -> list[str]:
+    """Where the Python module `path` names a family by a string literal: ["line: 'name'", ...]."""
+    tree = ast.parse(path.read_text())
+    parent = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    skip = set()
+    if path == PACKAGE / "zoo.py":
+        for node in tree.body:
+            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+            if any(isinstance(t, ast.Name) and t.id in ZOO_RECIPES for t in targets):
+                skip |= set(ast.walk(node))
+
+    def as_family(node) -> bool:
+        up = parent.get(node)
+        if isinstance(up, (ast.Tuple, ast.List, ast.Set)):
+            up = parent.get(up)
+        looked_up = (isinstance(up, ast.Call) and isinstance(up.func, ast.Attribute) and up.func.attr == "get"
+                     and isinstance(up.func.value, ast.Name) and up.func.value.id == "families")
+        return isinstance(up, ast.Compare) or looked_up or (isinstance(up, ast.keyword) and up.arg == "family")
+
+    return [f"{node.lineno}: {node.value!r}" for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and node.value in names and node not in skip
+            and (node.value != DETERMINISTIC or as_family(node))]
+
+
+def js_family_literals(path: Path, names: set[str]) -> list[str]:
+    """Where the JavaScript file `path` names a family by a string literal, comments left out."""
+    text = re.sub(r"/\*.*?\*/|(?<![:\\])//[^\n]*", "", path.read_text(), flags=re.S)
+    quoted = "|".join(re.escape(n) for n in sorted(names - {DETERMINISTIC}))
+    soft = re.escape(DETERMINISTIC)
+    pattern = (rf"[\"'`](?:{quoted})[\"'`]|[!=]==?\s*[\"'`]{soft}[\"'`]|[\"'`]{soft}[\"'`]\s*[!=]==?")
+    return [f"{text.count(chr(10), 0, m.start()) + 1}: {m.group()}" for m in re.finditer(pattern, text)]
+
+
+def family_literals(root: Path) -> dict[str, list[str]]:
+    names = set(families.names())
+    found = {}
+    for path in sorted([*root.rglob("*.py"), *root.rglob("*.js")]):
+        if PACKAGE / "families" in path.parents or "node_modules" in path.parts:
+            continue
+        hits = (python_family_literals if path.suffix == ".py" else js_family_literals)(path, names)
+        if hits:
+            found[str(path.relative_to(PACKAGE.parent))] = hits
+    return found
+
+
+def test_no_module_outside_the_families_names_one():
+    """A family's facts and words (`AttentionFamily.mean_pull`, `short_label`, ...) are its class's:
+    a module that compares a result's family with a name, or keys a table by one, is a second home."""
+    found = {**family_literals(PACKAGE), **family_literals(PACKAGE.parent / "views")}
+    assert not found, found
+
+
+def test_the_family_check_catches_a_literal(tmp_path):
+    names = set(families.names())
+    py = tmp_path / "captions.py"
+    py.write_text('WORDS = {"weibull": "k shrinks"}\nif family == "softmax":\n    pass\n'
+                  'label = LABELS["softmax"]\nfamilies.get("softmax")\n')
+    assert python_family_literals(py, names) == ["1: 'weibull'", "2: 'softmax'", "5: 'softmax'"]
+    js = tmp_path / "summary.js"
+    js.write_text('// "weibull" in a comment\nif (h.family === "softmax") x = "lognormal";\nlabel(h, "softmax");\n')
+    assert js_family_literals(js, names) == ['2: === "softmax"', '2: "lognormal"']

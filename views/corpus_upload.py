@@ -11,7 +11,8 @@ import streamlit as st
 
 from bam_viz.evaluation import corpus
 from bam_viz.evaluation.score import scorer as score
-from views.text import md_escape
+from bam_viz.zoo import refused_models
+from views.text import md_escape, model_error, refused_models_line
 
 ss = st.session_state
 MAX_UPLOAD_BYTES = 1_000_000
@@ -65,9 +66,14 @@ def upload_section(models: list[str], default_model: str) -> None:
         id_col = c3.selectbox("Id column", [None, *columns], index=0 if id_col is None else columns.index(id_col) + 1,
                               format_func=lambda c: "(none: from the text)" if c is None else c,
                               key=f"corpus_id_col_{upload.file_id}")
+        chosen = ss.get("corpus_models_to_score")
+        if chosen is not None and any(m not in models for m in chosen):   # refused since (its load failed)
+            ss["corpus_models_to_score"] = [m for m in chosen if m in models]
         ss.setdefault("corpus_models_to_score", [m for m in (default_model,) if m in models] or models[:1])
         chosen = st.multiselect("Models", models, key="corpus_models_to_score",
                                 help="Models of the same classes, scored into one table")
+        if refused := refused_models():
+            st.caption(refused_models_line(refused))
         st.caption(f"{len(table):,} rows × {len(chosen)} models, {N_SAMPLES} attention samples each (seed {SEED}), "
                    "as the shipped scores.")
         if st.button("Score", key="corpus_score", type="primary", disabled=not chosen):
@@ -88,8 +94,15 @@ def score_upload(table: pd.DataFrame, models: list[str], text_col: str, label_co
     def progress(done: int, total: int) -> None:
         bar.progress(done / total, text=f"Scored {done:,} of {total:,}")
 
+    loaded = []
+    for m in models:
+        try:
+            loaded.append(m if m == score.VADER else state.get_model(m))
+        except Exception as err:           # a model folder that cannot be loaded: one line, the page goes on
+            bar.empty()
+            st.error(model_error(m, err))
+            return
     try:
-        loaded = [m if m == score.VADER else state.get_model(m) for m in models]
         scored = score.score_frame(table, loaded, text_column=text_col, label_column=label_col, id_column=id_col,
                                    n_samples=N_SAMPLES, seed=SEED, progress=progress)
     except score.ScoreInputError as err:

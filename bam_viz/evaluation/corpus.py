@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from bam_viz.core import metrics
+from bam_viz.core.spreadsheet import safe_frame
 from bam_viz.core.task import CLASSES, entropy_bound
 from bam_viz.data import AMBIGUOUS, CORPORA
 from bam_viz.evaluation.score.rows import class_column, classes_of, columns_for
@@ -392,4 +393,4 @@ def scored_csv(frame: pd.DataFrame) -> bytes:
     """The scored rows as UTF-8 CSV, the columns of `bam_viz.evaluation.score.rows.columns_for` its
     classes only (no page columns)."""
     columns = columns_for(classes_in(frame))
-    return frame[[c for c in columns if c in frame]].to_csv(index=False).encode("utf-8")
+    return safe_frame(frame[[c for c in columns if c in frame]]).to_csv(index=False).encode("utf-8")

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from bam_viz.core.labels import LABELS
+from bam_viz.core.spreadsheet import safe_cell
 from bam_viz.inference.result import ExplainResult
 
 
@@ -61,7 +62,8 @@ def weights_csv(result: ExplainResult) -> str:
             for h in range(H):
                 for q in range(T):
                     for k in range(T):
-                        w.writerow([s, layer, h, q, k, result.tokens[q], result.tokens[k], f"{flat[i]:.6g}"])
+                        w.writerow([s, layer, h, q, k, safe_cell(result.tokens[q]), safe_cell(result.tokens[k]),
+                                    f"{flat[i]:.6g}"])
                         i += 1
     return buf.getvalue()
 
@@ -151,7 +153,7 @@ def view_csv(result: ExplainResult, layer: int, head: int) -> str:
     for s in range(len(sampled)):
         for q in range(T):
             for k in range(T):
-                w.writerow([s, p[s], q, k, result.tokens[q], result.tokens[k], sampled[s][q][k],
+                w.writerow([s, p[s], q, k, safe_cell(result.tokens[q]), safe_cell(result.tokens[k]), sampled[s][q][k],
                             drawn[s][q][k], *(c[q][k] for c in cells)])
     return buf.getvalue()
 

@@ -30,6 +30,7 @@ from typing import Any
 import pandas as pd
 
 from bam_viz.core.inputs import check_text
+from bam_viz.core.spreadsheet import safe_frame
 from bam_viz.core.task import CLASSES
 from bam_viz.data import AMBIGUOUS, CORPORA, CorpusError, load_corpus
 from bam_viz.evaluation.score.ray_engine import score_ray
@@ -151,7 +152,7 @@ def score_frame(frame: pd.DataFrame, models: Any, *, text_column: str, label_col
     """One row of `columns_for(classes)` per (row of `frame`, model), model-major, then in the frame's
     order: COLUMNS for the sentiment zoo and VADER, a `p_<class>` column per class for other models.
 
-    models: names (`zoo.available_models()` or "vader") or loaded BamClassifier objects, all of one
+    models: names or model folders (`zoo.resolve_model`), "vader", or loaded BamClassifier objects, all of one
         set of classes; the Ray engine reloads each on every worker from its folder (`model.origin`),
         so it takes models loaded by `zoo.load`, not ones built in code.
     id_column: a row with no id there, or without an id column, gets `text_id(text)`; the id seeds the
@@ -233,8 +234,9 @@ OUTPUT_SUFFIXES = (".parquet", ".csv")
 
 
 def write_scores(frame: pd.DataFrame, out: str | os.PathLike) -> Path:
-    """Write `frame` to `out`: Parquet (zstd) or CSV by the extension, through a temporary file so
-    that a run stopped midway never leaves half a file under the final name."""
+    """Write `frame` to `out`: Parquet (zstd) or CSV by the extension (its text cells that a
+    spreadsheet would run neutralised: `bam_viz.core.spreadsheet`), through a temporary file so that
+    a run stopped midway never leaves half a file under the final name."""
     out = Path(out)
     if out.suffix.lower() not in OUTPUT_SUFFIXES:
         raise ScoreInputError(f"--out {out}: write a {' or '.join(OUTPUT_SUFFIXES)} file")
@@ -243,7 +245,7 @@ def write_scores(frame: pd.DataFrame, out: str | os.PathLike) -> Path:
     if out.suffix.lower() == ".parquet":
         frame.to_parquet(partial, compression=COMPRESSION, index=False)
     else:
-        frame.to_csv(partial, index=False)
+        safe_frame(frame).to_csv(partial, index=False)
     partial.replace(out)
     return out
 
