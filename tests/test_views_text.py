@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 from hostile_links import DEAD, LIVE
 
 from views.text import explorer_link, md_escape, safe_links, token_option
+
+ROOT = Path(__file__).resolve().parents[1]
 
 HOSTILE = ["[CLS]", "<script>alert(1)</script>", "a&b", "<b>", "the", "the", "\u200b", "\x07", "שלום",
            "[SEP]"]
@@ -47,3 +51,14 @@ def test_a_link_to_another_scheme_is_shown_as_text(text):
 @pytest.mark.parametrize("text", list(LIVE))
 def test_an_http_relative_or_already_escaped_link_is_left_as_written(text):
     assert safe_links(text) == text
+
+
+def test_every_error_a_page_shows_goes_through_the_escaping_path():
+    """An exception's message can carry a user's text (a class name, a file's name, a URL value): a page
+    shows it as `md_escape(str(err))` or through `model_error`, never raw in Markdown."""
+    shown_raw = re.compile(r"st\.(?:error|warning|info|caption|markdown|success|toast)\((?!md_escape|model_error)"
+                           r"[^\n]*\{(?:err|error|exc|e)\b")
+    found = [f"{path.name}:{n}" for path in sorted((ROOT / "views").glob("*.py"))
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if shown_raw.search(line)]
+    assert found == []
+    assert shown_raw.search('    st.info(f"{err}")') and not shown_raw.search("    st.info(md_escape(str(err)))")

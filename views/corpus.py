@@ -295,8 +295,8 @@ def charts_section(frame: pd.DataFrame, filt: Filter, models: list[str], referen
             st.altair_chart(scatter, key=keys["scatter"], on_select="rerun",
                             selection_mode=[charts.SCATTER_BRUSH], width="stretch")
             rho = corpus.spearman_raters(rows, measure, reference)
-            st.caption(f"Spearman ρ of {reference}'s {corpus.MEASURE_NAMES[measure]} with the raters' standard "
-                       f"deviation: **{fmt(rho)}** over {rows['raters_std'].notna().sum():,} sentences. "
+            st.caption(f"Spearman ρ of {md_escape(reference)}'s {corpus.MEASURE_NAMES[measure]} with the raters' "
+                       f"standard deviation: **{fmt(rho)}** over {rows['raters_std'].notna().sum():,} sentences. "
                        "Above 0: the model is unsure where people disagree.")
         else:
             st.info("The scatter needs human ratings (the raters' standard deviation): uploads have none.")
@@ -347,7 +347,7 @@ def table_section(frame: pd.DataFrame, filt: Filter, reference: str, source: str
         ids = ("[" + rows["corpus"].fillna("") + " " + rows["id"].astype(str) + "]").reset_index(drop=True)
         shown["sentence"] = shown["sentence"].fillna(ids)
     with st.container(key="corpus_count"):
-        st.caption(f"{len(shown):,} sentences, {reference}'s predictions, the most uncertain first. "
+        st.caption(f"{len(shown):,} sentences, {md_escape(reference)}'s predictions, the most uncertain first. "
                    "Click a row's left edge to open it in the explorer.")
     # A new selection of rows is a new table: a row picked before must not point at another sentence.
     key = f"corpus_table_{source}_{reference}_{zlib.crc32(repr(filt).encode()):08x}"
@@ -371,7 +371,8 @@ def table_section(frame: pd.DataFrame, filt: Filter, reference: str, source: str
         st.link_button(f"Open in the explorer with {in_explorer or 'its default model'}",
                        explorer_link(row["text"], in_explorer), key="corpus_explorer_link")
         if in_explorer is None:
-            st.caption(f"{reference} is not one of the explorer's models: the link opens the explorer's default.")
+            st.caption(f"{md_escape(reference)} is not one of the explorer's models: the link opens the explorer's "
+                       "default.")
 
 
 def compare_section(frame: pd.DataFrame, filt: Filter, a: str, b: str) -> None:
@@ -379,20 +380,21 @@ def compare_section(frame: pd.DataFrame, filt: Filter, a: str, b: str) -> None:
     rows = corpus.select(frame, filt, a)
     pairs = corpus.paired(rows, a, b, measure)
     summary = corpus.paired_summary(pairs)
-    st.subheader(f"{a} and {b} side by side")
+    shown_a, shown_b = md_escape(a), md_escape(b)          # model names a user chose: Markdown as text
+    st.subheader(f"{shown_a} and {shown_b} side by side")
     everything, disagreements = summary["all"], summary["disagreements"]
     cols = st.columns(4)
     cols[0].metric("Sentences where their labels differ", f"{disagreements['n']:,} of {everything['n']:,}")
-    cols[1].metric(f"{a} more uncertain", f"{everything['a']:,}", help=f"by {corpus.MEASURE_NAMES[measure]}; "
+    cols[1].metric(f"{shown_a} more uncertain", f"{everything['a']:,}", help=f"by {corpus.MEASURE_NAMES[measure]}; "
                    f"{everything['tie']:,} ties")
-    cols[2].metric(f"{b} more uncertain", f"{everything['b']:,}")
+    cols[2].metric(f"{shown_b} more uncertain", f"{everything['b']:,}")
     cols[3].metric("On the disagreements", f"{disagreements['a']:,} : {disagreements['b']:,}",
-                   help=f"{a} more uncertain : {b} more uncertain, where their labels differ "
+                   help=f"{shown_a} more uncertain : {shown_b} more uncertain, where their labels differ "
                         f"({disagreements['tie']:,} ties)")
     if disagreements["n_clear"]:
         right_a, right_b = (fmt(disagreements[f"accuracy_{s}"] * 100, 0) for s in "ab")
-        st.caption(f"On the {disagreements['n_clear']:,} clear sentences where they disagree, {a} is right on "
-                   f"{right_a}% and {b} on {right_b}%.")
+        st.caption(f"On the {disagreements['n_clear']:,} clear sentences where they disagree, {shown_a} is right on "
+                   f"{right_a}% and {shown_b} on {right_b}%.")
     if len(pairs):
         top = corpus.measure_bound(measure, len(corpus.classes_in(frame)))
         st.altair_chart(charts.paired_chart(pairs, a, b, measure, measure_title=corpus.MEASURES[measure],

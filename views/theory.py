@@ -115,7 +115,7 @@ def caption(text: str) -> None:
 
 
 def problem(err: Exception) -> None:
-    st.info(f"{err}")
+    st.info(md_escape(str(err)))
 
 
 # ---- cached real-model work: once per (model, sentence), shared by every session ------------------

@@ -89,7 +89,7 @@ def why_section(view: state.View, model) -> None:
                         f"pass, {steps} steps each…", show_time=True):
             attr = state.get_attribution(model, view.name, view.text, view.hyper, n, view.seed, steps, target, layer)
     except ValueError as err:
-        st.info(f"{err}")
+        st.info(md_escape(str(err)))
         return
 
     mean, band = attr.mean.numpy(), attr.band.numpy()
@@ -160,7 +160,7 @@ def _label_posterior(view: state.View, model, layer: int, target: int) -> None:
     try:
         lp = state.get_label_posterior(model, view.name, view.text, view.hyper, view.n_samples, view.seed, layer)
     except ValueError as err:
-        st.info(f"{err}")
+        st.info(md_escape(str(err)))
         return
     lp = lp.with_target(target)
     drawn = why.shown_labels(lp)
