@@ -10,6 +10,7 @@ named in `$BAM_VIZ_MODELS` (a model folder, or a folder of them) join them.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -19,6 +20,20 @@ import torch
 
 from bam_viz.families import CategoricalFamily, DirichletFamily, LognormalFamily, Softmax, WeibullFamily
 from bam_viz.model import BamClassifier, ModelConfig
+from bam_viz.model_files import (
+    MAX_CARD_BYTES,
+    MAX_MANIFEST_BYTES,
+    MAX_VERDICTS,
+    CheckpointError,
+    Refusals,
+    check_fit,
+    file_key,
+    header_shapes,
+    inside,
+    read_json,
+    regular_file,
+    shown,
+)
 from bam_viz.nn.attention import AttentionConfig
 from bam_viz.nn.encoder import sha256_file
 
@@ -52,10 +67,6 @@ RECIPES: dict[str, ModelConfig] = {
 }
 # mc-dropout is the softmax model's weights used differently: it ships no weights of its own.
 SHARED_WEIGHTS = {"mc-dropout": "softmax"}
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint that is missing, corrupt or does not match its card."""
 
 
 MANIFEST = "MANIFEST.json"
@@ -157,22 +168,22 @@ def write_folder_manifest(folder: Path) -> Path:
     return path
 
 
-def _check_manifest(folder: Path) -> None:
-    path = folder / MANIFEST
-    if not path.exists():
-        raise CheckpointError(f"{path} is missing: it records the sha256 of the card and the weights "
-                              "(python -m bam_viz train writes it)")
-    try:
-        recorded = json.loads(path.read_text())["sha256"]
-        assert isinstance(recorded, dict)
-    except (json.JSONDecodeError, KeyError, TypeError, AssertionError) as e:
-        raise CheckpointError(f"{path} cannot be read: {e}") from e
-    for file in ("card.json", "model.safetensors"):
-        if (folder / file).exists() or file == "card.json":
+def _check_manifest(folder: Path, files: tuple[str, ...], digest) -> None:
+    """The sha256 of `files` of the folder (those it has, card.json always) against MANIFEST.json;
+    `digest` hashes a path (each file once in a load)."""
+    path, zoo = folder / MANIFEST, folder.parent
+    recorded = read_json(path, zoo, MAX_MANIFEST_BYTES)
+    recorded = recorded.get("sha256") if isinstance(recorded, dict) else None
+    if not isinstance(recorded, dict):
+        raise CheckpointError(f"{shown(path, zoo)} cannot be read: it holds no sha256 object")
+    for file in files:
+        if os.path.lexists(folder / file) or file == "card.json":
             if file not in recorded:
-                raise CheckpointError(f"{path} has no entry for {file}")
-            if recorded[file] != sha256_file(folder / file):
-                raise CheckpointError(f"{folder / file} was changed: its sha256 is not the one in {path}")
+                raise CheckpointError(f"{shown(path, zoo)} has no entry for {file}")
+            regular_file(folder / file, zoo)
+            if recorded[file] != digest(folder / file):
+                raise CheckpointError(f"{shown(folder / file, zoo)} was changed: its sha256 is not the one in "
+                                      f"{shown(path, zoo)}")
 
 
 def path_list(value: str) -> list[str]:
@@ -206,92 +217,211 @@ def missing_user_folders(value: str | None = None) -> list[str]:
     return [e for e in path_list(value) if not user_folders(e)]
 
 
-def available_models() -> list[str]:
-    """The zoo's shipped models (its recipes first, in their order), then the user's (`$BAM_VIZ_MODELS`)."""
+def listed_folders() -> dict[str, Path]:
+    """Every model folder by name: the zoo's shipped ones (its recipes first, in their order), then
+    the user's (`$BAM_VIZ_MODELS`), refused ones included."""
     shipped = sorted(p.parent.name for p in PRETRAINED.glob("*/card.json") if not p.parent.name.startswith("."))
-    return [n for n in RECIPES if n in shipped] + [n for n in shipped if n not in RECIPES] + list(user_folders())
+    names = [n for n in RECIPES if n in shipped] + [n for n in shipped if n not in RECIPES]
+    return {**{n: PRETRAINED / n for n in names}, **user_folders()}
+
+
+def available_models() -> list[str]:
+    """The models a list offers: `listed_folders` less the refused (`refused_models`)."""
+    return [name for name, folder in listed_folders().items() if folder_problem(folder) is None]
+
+
+def refused_models() -> dict[str, str]:
+    """The listed model folders that cannot be loaded, by name, each with the one line that says why,
+    for a list to show beside the models it offers."""
+    return {name: why for name, folder in listed_folders().items() if (why := folder_problem(folder)) is not None}
+
+
+# A load refused for the same files (`_files_key`) is refused from here, without a hash.
+REFUSED = Refusals()
+
+
+def _files_key(folder: Path, card: dict, weights: Path) -> tuple:
+    """The keys (`file_key`) of what a load of `folder` reads: card, manifest, weights, backbone."""
+    config = card.get("config")
+    backbone = config.get("backbone") if isinstance(config, dict) else None
+    backbone_files = [Path(backbone) / f for f in ("config.json", "model.safetensors")] \
+        if isinstance(backbone, str) else []
+    return tuple(file_key(p) for p in (folder / "card.json", folder / MANIFEST, folder / "model.safetensors",
+                                       weights, *backbone_files))
+
+
+def folder_problem(folder: Path) -> str | None:
+    """Why the model folder cannot be loaded, as far as is known without reading its weights: its
+    files (regular, bounded, in its zoo) and card, or a load of the same files refused before; None
+    if nothing is known against it. Cached by the files' keys: a page's run costs a few stats."""
+    folder = Path(folder)
+    card = _card_at(file_key(folder / "card.json"))
+    if isinstance(card, CheckpointError):
+        return str(card)
+    try:
+        key = _files_key(folder, card, weights_path(folder, card))
+    except CheckpointError as e:
+        return str(e)
+    return REFUSED.get(key) or _static_problem(key)
+
+
+@functools.lru_cache(maxsize=MAX_VERDICTS)
+def _card_at(card_key: tuple) -> dict | CheckpointError:
+    """The card of each version of a card.json (`file_key`, its path first): shared, so read and
+    never written."""
+    try:
+        return read_card(Path(card_key[0]).parent)
+    except CheckpointError as e:
+        return e
+
+
+@functools.lru_cache(maxsize=MAX_VERDICTS)
+def _static_problem(key: tuple) -> str | None:
+    card, folder = _card_at(key[0]), Path(key[0][0]).parent
+    try:
+        regular_file(folder / MANIFEST, folder.parent, MAX_MANIFEST_BYTES)
+        regular_file(weights_path(folder, card), folder.parent)
+        config = card.get("config")
+        if not (isinstance(config, dict) and config.get("backbone")):   # another backbone's depth is in its folder
+            validate_card(card, folder.name)
+    except CheckpointError as e:
+        return str(e)
+    return None
+
+
+class UnknownModel(CheckpointError):
+    """A name that is no model of the zoo or of `$BAM_VIZ_MODELS` (nor, for `resolve_model`, a folder)."""
 
 
 def model_folder(name: str, root: Path = PRETRAINED) -> Path:
-    """The folder of the model called `name`: root/name, else a folder of `$BAM_VIZ_MODELS`."""
+    """The folder of the model called `name`: root/name, else a folder of `$BAM_VIZ_MODELS`. Names
+    only: the app loads what its list offers, never a path from its address."""
     if isinstance(name, str) and name and "/" not in name and (Path(root) / name / "card.json").exists():
         return Path(root) / name
     users = user_folders()
     if isinstance(name, str) and name in users:
         return users[name]
-    raise CheckpointError(f"no model called {name!r} (have: {available_models()}); a model folder is "
-                          f"loaded with path=, or added to the app with ${MODELS_ENV}")
+    raise UnknownModel(f"no model called {name!r} (have: {available_models()}); a model folder is "
+                       f"loaded with path=, or added to the app with ${MODELS_ENV}")
+
+
+def resolve_model(spec: str, root: Path = PRETRAINED) -> Path:
+    """The folder a command's `--model` names: a model called `spec` (`model_folder`), else the model
+    folder at the path `spec`. Names come first: "bam-wc" is the zoo's even where the working folder
+    holds a folder of that name ("./bam-wc" is that folder)."""
+    try:
+        return model_folder(spec, root)
+    except UnknownModel:
+        folder = Path(spec).expanduser() if isinstance(spec, str) and spec else None
+        if folder is None or not folder.is_dir():
+            raise UnknownModel(f"no model called {spec!r} (have: {available_models()}) and no folder at that "
+                               "path") from None
+    if not (folder / "card.json").is_file():
+        raise CheckpointError(f"{folder} is not a model folder: it has no card.json (a model folder holds card.json, "
+                              "model.safetensors and MANIFEST.json, as python -m bam_viz train writes them)")
+    return folder
+
+
+def load_model(spec: str, root: Path = PRETRAINED, device: str | torch.device | None = None) -> BamClassifier:
+    """The model a command's `--model` names (`resolve_model`), loaded."""
+    return load(path=resolve_model(spec, root), device=device)
 
 
 def weights_path(folder: Path, card: dict) -> Path:
-    """The weights a card names: its own, or those of the model it shares them with (mc-dropout)."""
-    return folder.parent / card["weights_from"] / "model.safetensors" if "weights_from" in card \
-        else folder / "model.safetensors"
+    """The weights a card names: its own, or those of the model of the same zoo it shares them with
+    (`weights_from`: mc-dropout's), refused if that path leads out of the zoo."""
+    if "weights_from" not in card:
+        return folder / "model.safetensors"
+    source = card["weights_from"]
+    what = f"{folder.name}/card.json's weights_from {source!r}"
+    if not isinstance(source, str) or not source.strip() or "\x00" in source:
+        raise CheckpointError(f"{what} is not the name of a model folder")
+    file = folder.parent / source / "model.safetensors"
+    inside(file.parent, folder.parent, what)
+    inside(file, folder.parent, what)                   # a link in that folder may lead elsewhere too
+    return file
 
 
 def read_card(folder: Path) -> dict:
-    path = Path(folder) / "card.json"
-    if not path.exists():
-        raise CheckpointError(f"{path} is missing: a model folder holds card.json, model.safetensors "
-                              "and MANIFEST.json")
-    try:
-        return json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise CheckpointError(f"{path} is not valid JSON: {e}") from e
+    """folder/card.json: a regular file of at most MAX_CARD_BYTES that holds a JSON object."""
+    folder = Path(folder)
+    card = read_json(folder / "card.json", folder.parent, MAX_CARD_BYTES)
+    if not isinstance(card, dict):
+        raise CheckpointError(f"{folder.name}/card.json is not a JSON object")
+    return card
 
 
 def load(name: str | None = None, device: str | torch.device | None = None, root: Path = PRETRAINED, *,
          path: str | Path | None = None) -> BamClassifier:
     """The model called `name` (a zoo model in `root`, the shipped ones by default, or a folder of
-    `$BAM_VIZ_MODELS`), or the model folder at `path`. Its card is checked against the folder's
-    manifest and field by field, its backbone and weights against the card's sha256, before any
-    tensor is read."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
+    `$BAM_VIZ_MODELS`), or the model folder at `path`.
+    Its files are checked (`bam_viz.model_files`), its card against the folder's manifest and field
+    by field, the weights' shapes against the model the card builds, its backbone and weights
+    against the card's sha256, before any tensor is read; each refusal is one CheckpointError line,
+    and a refused load is refused again from memory while the same files are there (`REFUSED`)."""
     from bam_viz.core.device import choose_device, tune_allocator
-    from bam_viz.nn.backbone import BackboneError, read_backbone
 
     folder = Path(path) if path is not None else model_folder(name, root)
     if not folder.is_dir():
         raise CheckpointError(f"{folder} is not a model folder")
-    name = folder.name
     tune_allocator()
-
     card = read_card(folder)
-    _check_manifest(folder)
-    backbone_dir = card.get("config", {}).get("backbone") if isinstance(card, dict) and isinstance(
-        card.get("config"), dict) else None
+    file = weights_path(folder, card)
+    key = _files_key(folder, card, file)
+    if (refused := REFUSED.get(key)) is not None:
+        raise CheckpointError(refused)
+    try:
+        model = _checked_model(folder, card, file)
+    except CheckpointError as e:
+        REFUSED.put(key, str(e))
+        raise
+    model.card = card
+    model = share_pretrained(model.to(choose_device(device)).eval().merge_adapters())
+    model.origin = (folder.name, str(folder.parent.resolve()))   # where another process loads the same model
+    return model
+
+
+def _checked_model(folder: Path, card: dict, file: Path) -> BamClassifier:
+    """The model of `card` with the weights `file`, the cheap checks first: a card's edit, its
+    fields, the weights' header (a file that is no safetensors is refused before it is hashed); then
+    the weights hashed once, and their shapes against the model the card builds."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    from bam_viz.nn.backbone import BackboneError, read_backbone
+
+    name, zoo = folder.name, folder.parent
+    digest = functools.cache(sha256_file)
+    _check_manifest(folder, ("card.json",), digest)
+    backbone_dir = card["config"].get("backbone") if isinstance(card.get("config"), dict) else None
     try:
         backbone = read_backbone(backbone_dir if isinstance(backbone_dir, str) else None)
     except BackboneError as e:
-        raise CheckpointError(f"the backbone of {folder} cannot be used: {e}") from e
+        # Its message names the backbone's folder by its path on this disk; a page shows its name.
+        where = Path(backbone_dir).expanduser().resolve() if isinstance(backbone_dir, str) else None
+        raise CheckpointError(f"the backbone of {name} cannot be used: "
+                              f"{str(e).replace(str(where), where.name) if where else e}") from None
     config = validate_card(card, name, backbone.config.n_layers)
-    recorded = (card.get("backbone") or {}).get("sha256")
+    regular_file(file, zoo)
+    shapes = header_shapes(file, zoo)
+    _check_manifest(folder, ("model.safetensors",), digest)
+    recorded = card["backbone"].get("sha256") if isinstance(card.get("backbone"), dict) else None
     if recorded is not None and recorded != backbone.sha256:
-        raise CheckpointError(f"{folder} was trained on a backbone with weights sha256 {recorded[:12]}..., "
-                              f"but {backbone.weights} has {backbone.sha256[:12]}...")
-    file = weights_path(folder, card)
-    if not file.exists():
-        raise CheckpointError(f"{file} is missing")
-    key = f"../{card['weights_from']}/{file.name}" if "weights_from" in card else file.name
-    expected, digest = card["files"].get(key), sha256_file(file)
-    if expected != digest:
-        raise CheckpointError(f"{file} is corrupt or was changed: sha256 {digest[:12]}..., "
+        raise CheckpointError(f"{name} was trained on a backbone with weights sha256 {str(recorded)[:12]}..., "
+                              f"but {backbone.name}'s {backbone.weights.name} has {backbone.sha256[:12]}...")
+    entry = f"../{card['weights_from']}/{file.name}" if "weights_from" in card else file.name
+    expected, found = card["files"].get(entry), digest(file)
+    if expected != found:
+        raise CheckpointError(f"{shown(file, zoo)} is corrupt or was changed: sha256 {found[:12]}..., "
                               f"card says {str(expected)[:12]}...")
+    model = BamClassifier(config)
+    check_fit(shapes, {k: tuple(v.shape) for k, v in model.state_dict().items()}, set(model.trainable_state_dict()),
+              list(config.classes), shown(file, zoo))
     try:
         state = load_file(str(file))
     except (SafetensorError, OSError, ValueError) as e:
-        raise CheckpointError(f"{file} cannot be read as safetensors: {e}") from e
-    model = BamClassifier(config)
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    trainable = set(model.trainable_state_dict())
-    if unexpected or trainable - set(state):
-        raise CheckpointError(f"{file} does not fit the {name} model: unexpected {unexpected[:5]}, "
-                              f"missing {sorted(trainable - set(state))[:5]}")
-    model.card = card
-    model = share_pretrained(model.to(choose_device(device)).eval().merge_adapters())
-    model.origin = (name, str(folder.parent.resolve()))     # where another process loads the same model
+        raise CheckpointError(f"{shown(file, zoo)} cannot be read as safetensors: {e}") from None
+    model.load_state_dict(state, strict=False)          # check_fit: every key and shape fits
     return model
 
 
@@ -320,8 +450,9 @@ HEADLINE = ("accuracy", "nll", "brier", "ece", "auroc_error_entropy", "spearman_
 
 
 def update_card_metrics(name: str, result: dict, root: Path = PRETRAINED) -> None:
-    """Store an evaluation's headline figures in the model's card (metrics[<corpus>_<split>])."""
-    path = model_folder(name, root) / "card.json"
+    """Store an evaluation's headline figures in the card of the model `name` names (`resolve_model`:
+    evaluate --update-card's --model), under metrics[<corpus>_<split>]."""
+    path = resolve_model(name, root) / "card.json"
     card = json.loads(path.read_text())
     key = f"{result['corpus']}_{result['split']}"
     entry = {f"{k}": result["mc"][k] for k in HEADLINE if k in result.get("mc", {})}

@@ -25,9 +25,9 @@ from bam_viz.live import grid as live
 from bam_viz.plots.style import TOKEN_WINDOW
 from bam_viz.plots.tokens import token_window, window_around, window_label, window_starts
 from bam_viz.plots.wording import count
-from bam_viz.zoo import missing_user_folders
+from bam_viz.zoo import missing_user_folders, refused_models
 from views import components, live_route, panels, state, why_view
-from views.text import md_escape, token_option
+from views.text import md_escape, model_error, refused_models_line, token_option
 
 ss = st.session_state
 _rng = random.Random()
@@ -106,7 +106,7 @@ def sentence_controls(corpus: bool, models: list[str]) -> None:
                       disabled=problem is not None,
                       help=problem or "A random review from the movies test split")
     if corpus and ss.get("_corpus_problem"):
-        st.caption(f"“Random review” is off: {ss['_corpus_problem']}")
+        st.caption(f"“Random review” is off: {md_escape(ss['_corpus_problem'])}")
 
 
 def presentation_toggle() -> None:
@@ -155,7 +155,7 @@ def hyper_controls(model) -> None:
             ss[spec.name] = state.snap(float(ss.get(spec.name, state.default_hyper(spec.name, model))), values)
         sliders.append({"name": spec.name, "label": spec.label, "help": spec.help, "scale": spec.scale,
                         "values": values, "trained": trained, "current": float(ss[spec.name]),
-                        "dev_best": state.dev_calibrated(model, spec.name),
+                        "dev_note": state.dev_calibrated_note(model, spec.name),
                         "side": "prior" if spec.prior_only else "posterior"})
     note = None if sliders else f"{model.name} uses {model.family} attention: no attention hyperparameter to move."
     if sliders:
@@ -342,7 +342,7 @@ def render_marker(values: dict, started: float, n_samples: int, whole: list[bool
     hyper = " · ".join(f"{k}={state.format_value(values[k])}" for k in state.SLIDERS if k in values)
     server_ms = 1000 * (time.perf_counter() - started)
     with st.container(key="render_marker"):
-        st.caption(f"view {ss['_runs']} · text {text_tag(values['text'])} · model {values['model']} · "
+        st.caption(f"view {ss['_runs']} · text {text_tag(values['text'])} · model {md_escape(values['model'])} · "
                    f"{hyper or 'no hyperparameters'} · "
                    f"{count(n_samples, 'sample')} · seed {values['seed']} · "
                    f"slider grid {sum(whole)}/{len(whole)} · server {server_ms:.0f} ms")
@@ -357,6 +357,8 @@ def main() -> None:
     models = bam_viz.available_models()
     for entry in missing_user_folders():   # a mistyped $BAM_VIZ_MODELS entry: say so, go on
         st.warning(f"$BAM_VIZ_MODELS names {md_escape(entry)}, which holds no model folder (card.json).")
+    if refused := refused_models():                # folders the model list leaves out: say why, go on
+        st.warning(refused_models_line(refused))
     if not models:
         st.error("No pretrained models found in pretrained/: the lead's training has not shipped any yet.")
         return
@@ -371,7 +373,7 @@ def main() -> None:
     try:
         model = state.get_model(name)
     except Exception as err:  # a corrupt or missing checkpoint: say so, keep the app alive
-        st.error(f"Could not load the model “{name}”: {err}")
+        st.error(model_error(name, err))
         state.write_query_params(state.MAIN_KEYS, {"text": ss.get("text"), "model": name,
                                                    "presentation": 1 if ss["presentation"] else None})
         return
@@ -404,7 +406,7 @@ def live_view(model, name: str) -> None:
     try:
         n_samples, reduced = state.samples_that_fit(model, text, n_samples)
     except ValueError as err:                      # a bad $BAM_VIZ_APP_ATTENTION_MB: the server's setting
-        st.error(f"{err}")
+        st.error(md_escape(str(err)))
         return
     if reduced:
         st.info(reduced)
@@ -423,7 +425,7 @@ def live_view(model, name: str) -> None:
         view = view._replace(target=target)
         ss["_explorer_view"] = view                # what a lesson's revealed number reads (views/lessons.py)
     except ValueError as err:
-        st.info(f"{err}")
+        st.info(md_escape(str(err)))
         return
     for note in result.notes:
         (st.warning if note.warning else st.info)(note)
