@@ -88,6 +88,12 @@ controls: install-test
 	$(PY) -m bam_viz evaluate --model bam-wc --temperature dev --json results/bam-wc-Tdev-movies.json
 	$(PY) -m bam_viz evaluate --model bam-wc --hyper shape_k=1 --temperature dev \
 	  --json results/bam-wc-k1-Tdev-movies.json
+# bam-wc's inference k chosen on movies dev (no test sentence predicted): the trained weights sampled at
+# each shape k of the grid, S = 32, seed 0, the lowest mean NLL of E[f(z)] chosen and written into its card
+# (inference_selection) and manifest; the explorer names it beside the shape_k slider (85 min on 2 busy cores).
+.PHONY: inference-k
+inference-k: install
+	$(PY) -m bam_viz.evaluation.selection --model bam-wc --name shape_k --grid 3,1.5,1,0.7,0.5,0.35
 report: install
 	$(PY) -m bam_viz report --results results
 # The explorer's example sentences: every movies dev sentence scored by bam-wc at its trained

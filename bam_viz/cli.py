@@ -31,6 +31,8 @@ from bam_viz.evaluation.predictors import (
 )
 
 DESCRIPTION = "python -m bam_viz {train, evaluate, report, bench, examples, score, table}"
+# Every --model but train's (a recipe): what `zoo.resolve_model` reads.
+MODEL_HELP = "a zoo model, a model of $BAM_VIZ_MODELS, or a model folder's path"
 
 
 def parse_assignments(items: list[str]) -> dict[str, float]:
@@ -88,7 +90,7 @@ def add_train_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 def add_evaluate_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Options of `python -m bam_viz evaluate`."""
-    p.add_argument("--model", required=True, help='"vader" for the rule-based baseline, else a bam_viz model')
+    p.add_argument("--model", required=True, help=f'"vader" for the rule-based baseline, else {MODEL_HELP}')
     source = p.add_mutually_exclusive_group()
     source.add_argument("--corpus", choices=[*sorted(CORPORA), "all"], default=IN_DOMAIN,
                         help='"all" runs the four corpora in one process, sharing the reference sentences')
@@ -124,7 +126,7 @@ def add_evaluate_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 def add_bench_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Options of `python -m bam_viz bench`."""
-    p.add_argument("--model", default="bam-wc")
+    p.add_argument("--model", default="bam-wc", help=MODEL_HELP)
     p.add_argument("--samples", type=int, default=32)
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--tokens", type=int, default=None,
@@ -145,7 +147,7 @@ def add_bench_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 def add_examples_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Options of `python -m bam_viz examples`."""
-    p.add_argument("--model", default="bam-wc")
+    p.add_argument("--model", default="bam-wc", help=MODEL_HELP)
     p.add_argument("--out", default="views/examples.json", help="the examples file the explorer reads")
     p.add_argument("--samples", type=int, default=32, help="attention samples per sentence (S)")
     p.add_argument("--seed", type=int, default=0)
@@ -167,8 +169,8 @@ def _one_line_errors(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 def add_score_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Options of `python -m bam_viz score`."""
     p.add_argument("--model", action="append", required=True, metavar="NAME",
-                   help='a model (shipped, or a folder of $BAM_VIZ_MODELS) or "vader" (repeatable), all of one '
-                        'set of classes; "all" for every shipped model and vader')
+                   help=f'{MODEL_HELP}, or "vader" (repeatable), all of one set of classes; "all" for every '
+                        'shipped model and vader')
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--input", metavar="FILE", help="sentences to score: .csv, .tsv, .txt, .jsonl, .parquet")
     source.add_argument("--corpus", metavar="NAME", help=f"a rated corpus ({', '.join(CORPORA)}) or all")
@@ -251,7 +253,7 @@ def _predictor(args: argparse.Namespace) -> Predictor:
 
     hyper = parse_assignments(getattr(args, "hyper", []))
     root = getattr(args, "root", None)
-    model = zoo.load(args.model, root=Path(root)) if root else zoo.load(args.model)
+    model = zoo.load_model(args.model, root=Path(root)) if root else zoo.load_model(args.model)
     return ModelPredictor(model, **hyper)
 
 
@@ -481,7 +483,7 @@ def _run(argv: list[str] | None) -> int:
         from bam_viz import zoo
         from bam_viz.evaluation import examples
 
-        doc = examples.build(zoo.load(args.model), args.data, args.samples, args.seed)
+        doc = examples.build(zoo.load_model(args.model), args.data, args.samples, args.seed)
         print(f"wrote {examples.write(doc, args.out)}")
         for e in doc["examples"]:
             print(f"{e['category']:8s} MI {e['mutual_information']:.4f}  gap to softmax {e['gap_softmax']:+.4f}  "

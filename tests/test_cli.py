@@ -17,7 +17,7 @@ from bam_viz import cli, zoo
 
 
 def _by_name(load):
-    """A stand-in for `zoo.load(name, root=...)` that reads only the name."""
+    """A stand-in for `zoo.load_model(name, root=...)` that reads only the name."""
     return lambda name, **_: load(name)
 
 
@@ -65,7 +65,7 @@ def test_threads_sets_torch_before_the_command_runs(monkeypatch, capsys) -> None
 @pytest.mark.parametrize("bad", ["shape_k", "=3", "shape_k=three"])
 def test_a_malformed_hyper_fails_before_any_model_loads(bad, monkeypatch) -> None:
     loaded = []
-    monkeypatch.setattr(zoo, "load", _by_name(loaded.append))
+    monkeypatch.setattr(zoo, "load_model", _by_name(loaded.append))
     with pytest.raises(SystemExit, match="NAME=VALUE"):
         cli.main(["evaluate", "--model", "bam-wc", "--hyper", bad])
     assert loaded == []
@@ -85,7 +85,7 @@ def test_cli_loads_other_models_through_zoo_load(corpus_dir: Path, monkeypatch, 
         loaded.append(name)
         return FakeModel()
 
-    monkeypatch.setattr(zoo, "load", _by_name(fake_load))
+    monkeypatch.setattr(zoo, "load_model", _by_name(fake_load))
     (r,) = cli.run_evaluate(
         _cli("--model", "bam-tiny", "--corpus", "amazon", "--samples", "2", "--data", str(corpus_dir))
     )
@@ -124,7 +124,7 @@ def test_all_corpora_in_one_run_share_the_reference_sentences(corpus_dir: Path, 
             calls.extend(texts)
             return super().predict_samples(texts, **kw)
 
-    monkeypatch.setattr(zoo, "load", _by_name(lambda name: Counting()))
+    monkeypatch.setattr(zoo, "load_model", _by_name(lambda name: Counting()))
     out = tmp_path / "{corpus}.json"
     results = cli.run_evaluate(_cli("--model", "x", "--corpus", "all", "--samples", "2", "--data",
                                    str(corpus_dir), "--json", str(out)))
@@ -142,7 +142,7 @@ def test_cli_root_and_inference_overrides(corpus_dir: Path, monkeypatch) -> None
         loaded.append((name, root))
         return model
 
-    monkeypatch.setattr(zoo, "load", fake_load)
+    monkeypatch.setattr(zoo, "load_model", fake_load)
     args = _cli("--model", "bam-wc", "--root", "runs/k3", "--hyper", "shape_k=0.8", "--hyper", "beta=2",
                 "--split", "dev", "--no-references", "--samples", "2", "--data", str(corpus_dir))
     (r,) = cli.run_evaluate(args)
@@ -166,7 +166,7 @@ def test_cli_temperature_tempers_every_sample_and_dev_fits_it(corpus_dir: Path, 
 
             return torch.from_numpy(FakePredictor(spread=0.5).sample_probs(texts, n_samples, seed))
 
-    monkeypatch.setattr(zoo, "load", _by_name(lambda name: Opinionated()))
+    monkeypatch.setattr(zoo, "load_model", _by_name(lambda name: Opinionated()))
     base = ("--model", "x", "--samples", "2", "--data", str(corpus_dir))
     (plain,) = cli.run_evaluate(_cli(*base))
     (hot,) = cli.run_evaluate(_cli(*base, "--temperature", "4"))
@@ -180,7 +180,7 @@ def test_cli_temperature_tempers_every_sample_and_dev_fits_it(corpus_dir: Path, 
 
 
 def test_a_temperature_fitted_on_movies_dev_records_the_movie_files(corpus_dir: Path, monkeypatch) -> None:
-    monkeypatch.setattr(zoo, "load", _by_name(lambda name: FakeModel()))
+    monkeypatch.setattr(zoo, "load_model", _by_name(lambda name: FakeModel()))
     (r,) = cli.run_evaluate(_cli("--model", "x", "--corpus", "nyt", "--no-references", "--temperature", "dev",
                                  "--samples", "2", "--data", str(corpus_dir)))
     assert r["temperature"]["fitted_on"].startswith("movies dev")
@@ -320,5 +320,179 @@ def test_a_split_with_no_clear_sentence_is_an_error_not_a_zero_division(tmp_path
 def test_a_missing_corpora_folder_or_model_is_one_line(tmp_path, capsys):
     assert cli.main(["evaluate", "--model", "vader", "--data", str(tmp_path / "nowhere")]) == 2
     assert "does not exist" in capsys.readouterr().err
-    assert cli.main(["examples", "--model", "../pretrained/bam-wc"]) == 2
+    assert cli.main(["examples", "--model", str(tmp_path / "nowhere" / "bam-wc")]) == 2
     assert "no model called" in capsys.readouterr().err
+
+
+# ---- --model: a zoo name, a $BAM_VIZ_MODELS name or a model folder, in every command -----------------
+
+@pytest.fixture(scope="module")
+def sentiment(tmp_path_factory) -> Path:
+    """A sentiment model folder on a tiny random BERT, written by train's own writer (a random head
+    from a seeded generator: what it predicts means nothing), outside the zoo and $BAM_VIZ_MODELS."""
+    import torch
+    from tinybert import make_tiny_bert
+
+    from bam_viz.model import BamClassifier, ModelConfig
+    from bam_viz.nn.attention import AttentionConfig
+    from bam_viz.train import write_model_folder
+
+    root = tmp_path_factory.mktemp("folders")
+    backbone = make_tiny_bert(root / "bert", seed=0)
+    model = BamClassifier(ModelConfig("sentiment", AttentionConfig("weibull", "contextual",
+                                                                   hyper={"shape_k": 3.0, "beta": 1.0}),
+                                      stochastic_layers=(1,), backbone=str(backbone)))
+    with torch.no_grad():
+        model.head.weight.copy_(torch.randn(model.head.weight.shape, generator=torch.Generator().manual_seed(0)))
+    card = {"name": "sentiment", "description": "a test model", "classes": list(model.classes),
+            "config": model.config.to_dict(), "trained_hyper": dict(model.config.attention.hyper), "metrics": {}}
+    return write_model_folder(root / "models" / "sentiment", model.trainable_state_dict(), card)
+
+
+@pytest.fixture(scope="module")
+def few_movies(corpus_dir, tmp_path_factory) -> Path:
+    """The first 400 movie reviews as a corpora folder (--data; about 40 in dev): the commands that read
+    the corpora, on a tiny model, in seconds."""
+    folder = tmp_path_factory.mktemp("few-movies")
+    for name in ("movieReviewSnippets_GroundTruth.txt", "movieReviewSnippets_anonDataRatings.txt"):
+        (folder / name).write_bytes(b"".join((corpus_dir / name).read_bytes().splitlines(keepends=True)[:400]))
+    return folder
+
+
+def _labelled(path: Path) -> Path:
+    import pandas as pd
+
+    pd.DataFrame({"text": ["a good fun film", "an awful dull plot", "the music was fine", "bad acting"],
+                  "label": ["positive", "negative", "positive", "negative"]}).to_csv(path, index=False)
+    return path
+
+
+def test_the_model_named_first_then_the_folder(tmp_path, monkeypatch) -> None:
+    """A zoo name wins over a folder of that name in the working folder; "./name" is the folder. The
+    library's `load(name)` stays names only (tests/test_zoo.py)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bam-wc").mkdir()
+    assert zoo.resolve_model("bam-wc") == zoo.PRETRAINED / "bam-wc"
+    assert zoo.resolve_model(str(zoo.PRETRAINED / "softmax")) == zoo.PRETRAINED / "softmax"
+    with pytest.raises(zoo.CheckpointError, match="bam-wc is not a model folder: it has no card.json"):
+        zoo.resolve_model("./bam-wc")
+    with pytest.raises(zoo.UnknownModel, match="no model called 'runs/intents'"):
+        zoo.resolve_model("runs/intents")
+    with pytest.raises(zoo.UnknownModel, match="no model called"):
+        zoo.model_folder(str(zoo.PRETRAINED / "softmax"))
+
+
+def test_evaluate_and_score_take_a_model_folder_as_its_name(sentiment, tmp_path, monkeypatch, capsys) -> None:
+    import pandas as pd
+
+    from bam_viz.evaluation.score import scorer as score
+
+    data = _labelled(tmp_path / "in.csv")
+    by = {}
+    for how, model in (("path", str(sentiment)), ("name", "sentiment")):
+        if how == "name":
+            monkeypatch.setenv(zoo.MODELS_ENV, str(sentiment.parent))
+        assert cli.main(["evaluate", "--model", model, "--input", str(data), "--samples", "3",
+                         "--json", str(tmp_path / f"{how}.json")]) == 0
+        assert cli.main(["score", "--model", model, "--model", "vader", "--input", str(data), "--samples", "3",
+                         "--out", str(tmp_path / f"{how}.parquet")]) == 0
+        by[how] = (json.loads((tmp_path / f"{how}.json").read_text()), pd.read_parquet(tmp_path / f"{how}.parquet"))
+    (evaluated, scored), (named, named_scores) = by["path"], by["name"]
+    assert evaluated["predictor"] == "sentiment" and evaluated["mc"] == named["mc"]
+    pd.testing.assert_frame_equal(scored, named_scores, check_exact=True)
+    assert set(scored["model"]) == {"sentiment", "vader"}
+    # The folder's rows are its own model's predictions.
+    mine = score.finish(scored[scored["model"] == "sentiment"].reset_index(drop=True))
+    fresh = score.score_frame(pd.read_csv(data), [zoo.load(path=sentiment)], text_column="text",
+                              label_column="label", n_samples=3)
+    np.testing.assert_array_equal(mine["p_positive"], fresh["p_positive"])
+    capsys.readouterr()
+    # The same model twice, by its name and by its folder.
+    assert cli.main(["score", "--model", "sentiment", "--model", str(sentiment), "--input", str(data),
+                     "--out", str(tmp_path / "twice.csv")]) == 2
+    assert "model 'sentiment' is given twice" in capsys.readouterr().err
+    assert not (tmp_path / "twice.csv").exists()
+
+
+def test_evaluate_update_card_writes_the_folder_given(sentiment, few_movies, tmp_path) -> None:
+    import shutil
+
+    folder = shutil.copytree(sentiment, tmp_path / "sentiment")
+    assert cli.main(["evaluate", "--model", str(folder), "--split", "dev", "--no-references", "--samples", "2",
+                     "--data", str(few_movies), "--json", str(tmp_path / "dev.json"), "--update-card"]) == 0
+    result = json.loads((tmp_path / "dev.json").read_text())
+    assert zoo.load(path=folder).card["metrics"]["movies_dev"]["nll"] == result["mc"]["nll"]   # the manifest too
+    assert "movies_dev" not in zoo.read_card(sentiment)["metrics"]
+
+
+def test_examples_and_bench_take_a_model_folder(sentiment, few_movies, tmp_path, monkeypatch, capsys) -> None:
+    from bam_viz.bench import library
+
+    out = tmp_path / "examples.json"
+    assert cli.main(["examples", "--model", str(sentiment), "--samples", "2", "--data", str(few_movies),
+                     "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["model"] == "sentiment"
+
+    class Loaded(Exception):
+        pass
+
+    def stop(model, tokens):             # the bench's first step after the load: what was loaded is enough
+        raise Loaded(model.card["name"])
+
+    monkeypatch.setattr(library, "sentence_of_length", stop)
+    with pytest.raises(Loaded, match="^sentiment$"):
+        cli.main(["bench", "--model", str(sentiment), "--repeats", "1"])
+
+
+def test_the_inference_k_command_writes_the_selection_into_a_folders_card(sentiment, few_movies, tmp_path) -> None:
+    """`make inference-k`'s command on a model folder: the dev sweep lands in its card and manifest (the
+    folder still loads), the chosen value is the grid's lowest dev NLL, and the weights stay."""
+    import shutil
+
+    from bam_viz.evaluation import selection
+    from bam_viz.nn.encoder import sha256_file
+
+    folder = shutil.copytree(sentiment, tmp_path / "sentiment")
+    weights = sha256_file(folder / "model.safetensors")
+    argv = ["--model", str(folder), "--name", "shape_k", "--grid", "3,0.5", "--samples", "2",
+            "--data", str(few_movies)]
+    assert selection.main(argv) == 0
+    block = zoo.load(path=folder).card["inference_selection"]
+    assert block["name"] == "shape_k" and block["grid"] == [3.0, 0.5] and set(block["dev_nll"]) == {"3", "0.5"}
+    assert block["chosen"] == min(block["grid"], key=lambda k: block["dev_nll"][f"{k:g}"])
+    assert block["command"] == "python -m bam_viz.evaluation.selection " + " ".join(argv)
+    assert block["dev_nll"]["3"] != block["dev_nll"]["0.5"]            # the grid's values were applied
+    assert sha256_file(folder / "model.safetensors") == weights
+
+
+@pytest.mark.parametrize("argv", [
+    ["evaluate", "--input", "{data}"],
+    ["score", "--input", "{data}", "--out", "{tmp}/o.csv"],
+    ["examples", "--out", "{tmp}/examples.json"],
+    ["bench", "--repeats", "1"],
+])
+def test_a_folder_that_is_not_a_model_is_one_line_and_status_2(argv, tmp_path, capsys) -> None:
+    data = _labelled(tmp_path / "in.csv")
+    argv = [a.format(data=data, tmp=tmp_path) for a in argv]
+    (tmp_path / "runs" / "intents").mkdir(parents=True)
+    for model, says in ((tmp_path / "runs" / "intents", f"{tmp_path / 'runs' / 'intents'} is not a model folder: "
+                                                        "it has no card.json"),
+                        (tmp_path / "runs" / "topics", "topics")):
+        assert cli.main([argv[0], "--model", str(model), *argv[1:]]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("error: ") and says in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv", "runs"]          # nothing written
+
+
+def test_vader_and_all_keep_their_meaning_beside_folders_of_those_names(tmp_path, monkeypatch) -> None:
+    import pandas as pd
+
+    data = _labelled(tmp_path / "in.csv")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "vader").mkdir()
+    (tmp_path / "all").mkdir()
+    assert cli.main(["evaluate", "--model", "vader", "--input", str(data), "--json", "v.json"]) == 0
+    assert json.loads(Path("v.json").read_text())["predictor"] == "vader"
+    assert cli.main(["score", "--model", "all", "--input", str(data), "--samples", "1", "--out", "all.csv"]) == 0
+    shipped = [m for m in zoo.available_models() if m in zoo.RECIPES]
+    assert list(dict.fromkeys(pd.read_csv("all.csv")["model"])) == [*shipped, "vader"]

@@ -107,7 +107,7 @@ def _write_corpus(folder: Path) -> list[str]:
 def test_the_examples_subcommand_writes_the_file(tmp_path, monkeypatch, capsys):
     ids = _write_corpus(tmp_path)
     model = FakeModel({text: pair for _, text, pair in FAKE.values()})
-    monkeypatch.setattr(zoo, "load", lambda name: model if name == "fake-model" else pytest.fail(name))
+    monkeypatch.setattr(zoo, "load_model", lambda name: model if name == "fake-model" else pytest.fail(name))
     out = tmp_path / "out" / "examples.json"
     assert cli.main(["examples", "--model", "fake-model", "--out", str(out), "--data", str(tmp_path),
                      "--samples", "4"]) == 0

@@ -78,7 +78,7 @@ def run_scoring_bench(args) -> dict:
     inputs = score.corpus_inputs(["movies"], "test").iloc[: args.sentences]
     n, S, repeats = len(inputs), args.samples, max(1, args.scoring_repeats)
     t0 = time.perf_counter()
-    model = zoo.load(args.model)
+    model = zoo.load_model(args.model)
     figures = {"local_load_s": time.perf_counter() - t0}
     score.score_inputs(inputs.iloc[:4], [model], n_samples=S)                       # warm-up
     local_s, reference = [], None
@@ -157,7 +157,7 @@ def run_bench(args) -> dict:
     from bam_viz.live import grid as live
     from bam_viz.nn.attention import Mode
 
-    model = zoo.load(args.model)
+    model = zoo.load_model(args.model)
     args.tokens = args.tokens or 24
     S = args.samples
     text = sentence_of_length(model, args.tokens)

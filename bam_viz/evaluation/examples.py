@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", default=None)
     args = p.parse_args(argv)
     doc = json.loads(Path(args.file).read_text(encoding="utf-8"))
-    example = three_way_example(zoo.load(args.three_way), args.data, args.samples, args.seed)
+    example = three_way_example(zoo.load_model(args.three_way), args.data, args.samples, args.seed)
     doc["model_examples"] = [example]
     print(f"wrote {write(doc, args.file)}: {example['text']} (P({THREE_WAY_CLASS}) {example['p_neutral']:.3f})")
     return 0

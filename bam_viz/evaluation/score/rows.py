@@ -120,11 +120,11 @@ def common_classes(models: list[Any]) -> tuple[str, ...]:
 
 
 def load_models(models: list[Any]) -> list[Any]:
-    """`models` with each zoo model's name replaced by the model (`zoo.load`); "vader" and loaded
-    models stay as they are."""
+    """`models` with each model's name or folder replaced by the model (`zoo.load_model`); "vader" and
+    loaded models stay as they are."""
     from bam_viz import zoo
 
-    return [zoo.load(m) if isinstance(m, str) and m != VADER else m for m in models]
+    return [zoo.load_model(m) if isinstance(m, str) and m != VADER else m for m in models]
 
 
 def with_labels(inputs: pd.DataFrame, classes: tuple[str, ...], whose: str) -> pd.DataFrame:
@@ -150,16 +150,21 @@ def model_name(model: Any) -> str:
 
 
 def check_models(models: Iterable[Any]) -> list[Any]:
-    """`models` as a list, each a shipped model's name, "vader" or a loaded model, none twice."""
-    from bam_viz.zoo import available_models
+    """`models` as a list, each a model's name or folder (`zoo.resolve_model`), "vader" or a loaded
+    model, no name twice (a model's rows are named by its folder)."""
+    from bam_viz.zoo import UnknownModel, available_models, resolve_model
 
     models = [models] if isinstance(models, str) or not isinstance(models, Iterable) else list(models)
     if not models:
         raise ScoreInputError(f"no model given: choose from {[*available_models(), VADER]}")
-    names = [model_name(m) for m in models]
-    unknown = [m for m in models if isinstance(m, str) and m != VADER and m not in available_models()]
-    if unknown:
-        raise ScoreInputError(f"unknown model {unknown[0]!r}: choose from {[*available_models(), VADER]}")
+    names = []
+    for m in models:
+        try:
+            # A folder that is not a model raises its own CheckpointError, one line in the command.
+            names.append(resolve_model(m).name if isinstance(m, str) and m != VADER else model_name(m))
+        except UnknownModel:
+            raise ScoreInputError(f"unknown model {m!r}: choose from {[*available_models(), VADER]} "
+                                  "or give a model folder") from None
     repeated = [n for n in dict.fromkeys(names) if names.count(n) > 1]
     if repeated:
         raise ScoreInputError(f"model {repeated[0]!r} is given twice: name each model once")
@@ -196,7 +201,7 @@ class Scorer:
             if isinstance(model, str):
                 from bam_viz import zoo
 
-                model = zoo.load(model)
+                model = zoo.load_model(model)
             self.name, self.model, self.vader = str(model.name), model, None
             self.tokenizer, self.max_tokens, self.stochastic = model.tokenizer, model.max_tokens, model.stochastic
         self.classes = model_classes(self.model if self.model is not None else VADER)
