@@ -139,29 +139,22 @@ def test_the_footer_is_shown_only_with_debug(at):
     assert any(c.value.startswith("view ") for c in debug.caption)
 
 
-def test_the_dev_calibrated_k_is_named_beside_the_slider_never_applied(tmp_path, monkeypatch):
-    """A card that records the inference k of lowest dev NLL (`inference_selection`, written by
-    `python -m bam_viz.evaluation.selection`): the sliders carry it beside the trained value, and the
-    slider still starts at the trained value. A copy of bam-wc's folder with such a card, added as a
-    user's model."""
-    import shutil
-
-    from bam_viz.zoo import PRETRAINED, write_folder_manifest
-
-    folder = tmp_path / "bam-wc-dev-k"
-    shutil.copytree(PRETRAINED / "bam-wc", folder)
-    card = json.loads((folder / "card.json").read_text())
-    card["name"] = card["config"]["name"] = folder.name
-    card["inference_selection"] = {"name": "shape_k", "chosen": 1.0, "dev_nll": {"3": 0.305, "1": 0.302}}
-    (folder / "card.json").write_text(json.dumps(card))
-    write_folder_manifest(folder)
-    monkeypatch.setenv("BAM_VIZ_MODELS", str(folder))
-    app = ok(new_app(model=folder.name).run())
-    assert app.selectbox(key="model").value == folder.name
-    sliders = {s["name"]: s for s in slider_data(app)["sliders"]}
-    assert sliders["shape_k"]["dev_best"] == pytest.approx(1.0)
-    assert sliders["shape_k"]["current"] == sliders["shape_k"]["trained"] == 3.0
-    assert sliders["beta"]["dev_best"] is None                                # only for shape_k
+def test_bam_wcs_dev_chosen_k_is_named_beside_its_slider_never_applied(at):
+    """bam-wc's card records the inference k of lowest mean dev NLL over its grid (`make inference-k`):
+    the shape_k slider's note names that k beside the trained value, and the slider still starts at
+    the trained value."""
+    model = bam_viz.load("bam-wc")
+    selection = model.card["inference_selection"]
+    dev_nll = {float(k): v for k, v in selection["dev_nll"].items()}
+    assert selection["name"] == "shape_k" and sorted(dev_nll) == sorted(selection["grid"])
+    best = min(selection["grid"], key=dev_nll.get)
+    assert selection["chosen"] == best
+    assert at.selectbox(key="model").value == "bam-wc"
+    sliders = {s["name"]: s for s in slider_data(at)["sliders"]}
+    note = sliders["shape_k"]["dev_note"]
+    assert f"best calibrated on movies dev at {state.format_value(best)} " in note and "lowest NLL" in note
+    assert sliders["shape_k"]["current"] == sliders["shape_k"]["trained"] == model.trained_hyper["shape_k"]
+    assert sliders["beta"]["dev_note"] is None                                # only for shape_k
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -372,6 +365,20 @@ def test_page_switch_keeps_the_state(at):
     ok(at.run())
     assert at.text_area(key="text").value == "An unforgettable evening."
     assert_finite_view(at)
+
+
+def test_the_about_page_states_the_inference_k_that_bam_wcs_card_records(at):
+    """The closing question's k is the one the dev sweep chose (bam-wc's `inference_selection`)."""
+    card = bam_viz.load("bam-wc").card
+    trained, chosen = card["trained_hyper"]["shape_k"], card["inference_selection"]["chosen"]
+    at.switch_page("views/about.py")
+    ok(at.run())
+    text = " ".join(m.value for m in at.markdown)
+    said = (f"best calibrated at *k* = {state.format_value(chosen)}," if chosen != trained
+            else "best calibrated there too")
+    assert f"trained at *k* = {state.format_value(trained)}" in text and said in text and "movies dev" in text
+    at.switch_page("views/explorer.py")
+    ok(at.run())
 
 
 def test_a_bad_memory_setting_is_one_message_and_the_page_keeps_running(monkeypatch):

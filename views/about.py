@@ -2,6 +2,29 @@
 
 import streamlit as st
 
+from bam_viz import zoo
+from views import state
+
+
+def inference_k_finding() -> str | None:
+    """The closing question's finding, read from bam-wc's card: its trained shape k and the inference
+    k of lowest movies-dev NLL (`inference_selection`, written by `make inference-k`); None without it."""
+    try:
+        card = zoo.read_card(zoo.model_folder("bam-wc"))
+    except zoo.CheckpointError:
+        return None
+    trained, chosen = (card.get("trained_hyper") or {}).get("shape_k"), state.dev_calibrated(card, "shape_k")
+    if trained is None or chosen is None:
+        return None
+    k = state.format_value
+    if chosen == trained:
+        return (f"bam-wc was trained at *k* = {k(trained)}, and on held-out reviews (movies dev) its probabilities "
+                "are best calibrated there too: sampling its attention more or less randomly does not help.")
+    return (f"bam-wc was trained at *k* = {k(trained)}, yet on held-out reviews (movies dev) its probabilities are "
+            f"best calibrated at *k* = {k(chosen)}, with {'more' if chosen < trained else 'less'} random attention "
+            "than it saw in training.")
+
+
 st.title("About: Bayesian Attention Modules")
 st.markdown("""
 **Ordinary attention** gives each word (the *query*) a fixed set of weights over the other words (the
@@ -18,7 +41,8 @@ many draws tells you not just what the model thinks, but how sure it is *where t
   The Gamma prior's rate β says how tightly the prior holds each score.
 - **dirichlet**: the attention row itself is drawn from a Dirichlet; its concentration sets how
   close samples stay to their mean, softmax(ψ).
-- **categorical**: hard attention, each query picks one key per draw.
+- **categorical**: hard attention: in the top layer the [CLS] query picks one key per draw, the same
+  key for every head; the other queries keep their softmax.
 
 Only the upper layers are stochastic; the lower ones stay ordinary and are shown in grey.
 
@@ -36,9 +60,11 @@ Only the upper layers are stochastic; the lower ones stay ordinary and are shown
    are scores divided by their sum, and their mean moves away from softmax(ψ), towards uniform, as *k*
    shrinks or σ grows. Each number carries ± 1 Monte Carlo standard error; the mutual information an
    interval.
-   The entropy bar, which ends at ln K for K classes, splits the total uncertainty into *aleatoric*
-   (the sentence is ambiguous) and *epistemic* (attention samples disagree, measured by the mutual
-   information, bias-corrected by the jackknife).
+   The entropy bar, the predictive entropy H[E p], at most ln K for K classes, splits the total
+   uncertainty into *aleatoric* (the expected entropy: the sentence is ambiguous) and *epistemic*
+   (attention samples disagree: the plug-in mutual information, which adds up with it to the total).
+   The headline's mutual information is bias-corrected by the jackknife, a different estimate, and
+   usually larger at few samples: it is written under the bar, not stacked on it.
 2. **Prior vs posterior.** For one query word, bars show how much attention each key gets on average
    over the draws from the prior and from the posterior, with whiskers spanning 5–95% of them; a
    marker on each bar shows its softmax: π, the prior's, and softmax(ψ), the deterministic pass's.
@@ -53,10 +79,10 @@ Only the upper layers are stochastic; the lower ones stay ordinary and are shown
 Start from an example sentence, set a seed so everyone sees the same samples, then drag the Weibull
 *k* slider down: the whiskers widen, the bars leave their softmax markers, the maps disagree, and the
 epistemic share grows. Every control is in the page address, so a copied link reproduces the view.
-
-A question to end on: bam-wc was trained at *k* = 3, yet on held-out reviews its probabilities are
-best calibrated at *k* = 1, with more random attention than it saw in training. Softening a plain
-softmax model's probabilities with one temperature does as well or better, so the noise is not magic:
-what only the random attention gives you is the *epistemic* part, a measure of where the model is
-unsure where to look.
+""")
+if finding := inference_k_finding():
+    st.markdown(f"""
+A question to end on: {finding} Softening a plain softmax model's probabilities with one temperature
+does as well or better, so the noise is not magic: what only the random attention gives you is the
+*epistemic* part, a measure of where the model is unsure where to look.
 """)

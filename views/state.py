@@ -279,12 +279,18 @@ def format_value(x: float) -> str:
     return f"{x:.3g}"
 
 
-def dev_calibrated(model, name: str) -> float | None:
-    """The inference value of `name` chosen on movies dev and recorded in the model's card
-    (`inference_selection`), or None. Shown beside the slider; never a default."""
-    selection = (getattr(model, "card", None) or {}).get("inference_selection") or {}
+def dev_calibrated(card: dict | None, name: str) -> float | None:
+    """The inference value of `name` chosen on movies dev and recorded in a model's card
+    (`inference_selection`, bam_viz.evaluation.selection), or None. Shown; never a default."""
+    selection = (card or {}).get("inference_selection") or {}
     chosen = selection.get("chosen")
     return float(chosen) if selection.get("name") == name and isinstance(chosen, (int, float)) else None
+
+
+def dev_calibrated_note(model, name: str) -> str | None:
+    """What the slider of `name` says beside the trained value about `dev_calibrated`, or None."""
+    chosen = dev_calibrated(getattr(model, "card", None), name)
+    return None if chosen is None else f"best calibrated on movies dev at {format_value(chosen)} (lowest NLL)"
 
 
 def default_hyper(name: str, model) -> float:

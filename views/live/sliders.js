@@ -106,7 +106,7 @@ export class SlidersView extends View {
     r.reset.title = trained === null ? "No trained value" : `Back to the trained value ${fmtG(trained)}`;
     r.reset.setAttribute("aria-label", r.reset.title);
     let note = trained === null ? "no trained value" : `trained value: ${fmtG(trained)}`;
-    if (finite(s.dev_best)) note += ` · best calibrated on dev (lowest NLL) at ${fmtG(s.dev_best)}`;
+    if (s.dev_note) note += ` · ${s.dev_note}`;
     setText(r.note, note);
   }
 
