@@ -5,7 +5,7 @@
 For each case (a model and a sentence) and S = 4, 8, 32: `explain(text, n_samples=S, seed=1000 S + i)`
 for i < seeds, and the share of seeds whose interval, gap ± z SE, holds the mean of the seeds' gaps,
 for Deng's gap (E[f(z)] − f(E[w]), delta-method SE) and the gap to f(softmax), with z = 2 and with the
-page's t at S − 1 df (`metrics.interval_multiplier`). docs/design.md, "Intervals at the samples drawn",
+page's t at S − 1 df (`metrics.interval_multiplier`). docs/estimates.md, "Intervals at the samples drawn",
 quotes the table (300 seeds: about 40 minutes on 2 cores).
 """
 

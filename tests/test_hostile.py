@@ -39,15 +39,15 @@ def _one_line(message: str, tmp: Path) -> str:
 # ---- the surfaces: each (tmp_path) -> [(input, outcome, detail)] ----------------------------------------------
 def lesson_file(tmp_path: Path) -> list[tuple]:
     """A teacher's lessons folder ($BAM_VIZ_LESSONS) holding each hostile file of tests/hostile_lessons.py."""
-    folder = hostile_lessons.hostile_folder(tmp_path / "class", (lesson_files.SHIPPED / "attention-random-variable.toml")
-                                            .read_text(encoding="utf-8"))
+    good = (lesson_files.SHIPPED / "attention-random-variable.toml").read_text(encoding="utf-8")
+    folder = hostile_lessons.hostile_folder(tmp_path / "class", good)
     lessons, problems = lesson_files.load_lessons(str(folder))
     out = []
     for name in hostile_lessons.CASES:
         lines = [p for p in problems if p.startswith(f"{folder.name}/{name}: ")]
         out.append((name, _one_line(lines[0], tmp_path) if len(lines) == 1 else FAILED, lines))
-    good = any(lesson.id == "good" for lesson in lessons)
-    out.append(("good.toml beside them", ACCEPTED if good else FAILED, [lesson.id for lesson in lessons]))
+    read = any(lesson.id == "good" for lesson in lessons)
+    out.append(("good.toml beside them", ACCEPTED if read else FAILED, [lesson.id for lesson in lessons]))
     return out
 
 

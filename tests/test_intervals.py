@@ -1,6 +1,6 @@
 """The Monte Carlo intervals the pages show, estimate ± t SE with t at the samples drawn
 (`metrics.interval_multiplier`), against simulation: how often each covers what it estimates at a
-preview's 8 samples, a whole frame's 32 and 4. docs/design.md ("Intervals at the samples drawn") has
+preview's 8 samples, a whole frame's 32 and 4. docs/estimates.md ("Intervals at the samples drawn") has
 the figures."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def test_a_mean_and_its_paired_gap_cover_at_the_samples_drawn(alpha, S) -> None:
 
 def test_predictions_piled_against_1_cover_at_32_samples() -> None:
     """Skewed per-sample probabilities (Beta(18, 2)): t covers at 32 samples, a little under 93% at 8
-    (docs/design.md gives both)."""
+    (docs/estimates.md gives both)."""
     assert _mean_coverage((18.0, 2.0), 32, metrics.interval_multiplier(32)) >= 0.93
     assert _mean_coverage((18.0, 2.0), 8, metrics.interval_multiplier(8)) > _mean_coverage((18.0, 2.0), 8, 2.0)
 
@@ -78,7 +78,7 @@ def _deng_gaps(S: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 def test_deng_gap_interval_covers_at_32_samples_and_t_helps_below() -> None:
     """Against the gap's mean over the replications at the same S (what many seeds average to): t
     covers at least 93% at 32 samples; at 4 and 8 it covers clearly more than ± 2 SE, yet under 93%,
-    because the delta method drops f(E[w])'s second-order spread (docs/design.md)."""
+    because the delta method drops f(E[w])'s second-order spread (docs/estimates.md)."""
     for S in (4, 8, 32):
         gap, se = _deng_gaps(S, seed=18 + S)
         miss = np.abs(gap - gap.mean())

@@ -360,7 +360,7 @@ def test_mutual_information_interval_covers_the_truth(case, n_samples) -> None:
 
 def test_the_mutual_information_interval_takes_t_at_the_samples_drawn() -> None:
     """Its multiplier is t with S - 1 df, which at S = 8 is what lifts it over 93%: with 2, the
-    small MIs' intervals cover under 92% (docs/design.md has both)."""
+    small MIs' intervals cover under 92% (docs/estimates.md has both)."""
     samples = np.random.default_rng(16).dirichlet(MI_CASES["beta(18,2)"], size=(20000, 8))
     np.testing.assert_array_equal(metrics.mutual_information_interval(samples),
                                   metrics.mutual_information_interval(samples, z=stats.t.ppf(0.975, 7)))
@@ -371,7 +371,7 @@ def test_the_mutual_information_interval_takes_t_at_the_samples_drawn() -> None:
 
 def test_mutual_information_interval_on_heavy_tailed_samples() -> None:
     """Predictions piled against 1 with a long tail towards 0: the log interval still covers more
-    often than +/- 2 SE, if below the nominal level at S = 32 (docs/design.md states both)."""
+    often than +/- 2 SE, if below the nominal level at S = 32 (docs/estimates.md states both)."""
     for alpha in HEAVY_TAILED.values():
         log_scale, natural = _coverage(alpha)
         assert log_scale >= 0.90 and log_scale > natural, (alpha, log_scale, natural)

@@ -296,7 +296,7 @@ def mutual_information_interval(sample_probs: np.ndarray, z: float | None = None
     Why the log scale: an MI is a variance-like quantity whose jackknife SE rises and falls with the
     estimate itself (samples that happen to agree give both a low MI and a low SE), so I +/- z SE
     sits wholly below the truth too often; on the log scale the SE is nearly independent of the
-    level. docs/design.md ("The mutual information") has the coverage measured by simulation.
+    level. docs/estimates.md ("The mutual information") has the coverage measured by simulation.
 
     Where the log scale does not apply (I <= 0, or a replicate of exactly 0 beside nonzero ones) the
     interval is I +/- z SE; identical samples give (0, 0); S < 3 gives NaNs.

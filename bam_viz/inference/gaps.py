@@ -20,7 +20,7 @@ weights' mean away from softmax(psi), which grows as k or 1/sigma shrinks.
 Where the model's randomness is not in its attention weights (MC dropout: the latent z is the
 dropout mask, whose mean keeps every unit), f(E[z]) is the deterministic pass and both gaps are one.
 
-Errors (docs/design.md, "The posterior mean and the gap"): E[f(z)] - f(softmax) is the mean of S
+Errors (docs/estimates.md, "The posterior mean and the gap"): E[f(z)] - f(softmax) is the mean of S
 paired differences, SE = sd / sqrt(S). f(E[w]) is itself a function of the S samples, so the Deng
 gap's SE is the delta method's (the infinitesimal jackknife, Efron 1982, ch. 6): to first order
 f(E[w]) moves with each sample by its slope l_s = grad f(E[w]) . (w_s - E[w]), so the gap is the mean

@@ -320,7 +320,7 @@ class ExplainResult:
     def gap_distinguishable(self) -> bool | None:
         """|gap| > t SE, its 95% interval excludes 0: the gap's sign is not Monte Carlo noise. t is
         `metrics.interval_multiplier` at the result's S (S - 1 df), not 2, which is a large-S number
-        (docs/design.md, "Intervals at the samples drawn", has both measured).
+        (docs/estimates.md, "Intervals at the samples drawn", has both measured).
 
         None where the SE is not estimable (one sample of a stochastic model). For an exact gap
         (SE 0) it is whether the gap is nonzero at all."""
