@@ -3,6 +3,7 @@ that a run raised nothing and showed no error."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
@@ -23,3 +24,8 @@ def ok(at: AppTest) -> AppTest:
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
     return at
+
+
+def as_shown(markdown: str) -> str:
+    """Markdown a page escaped (`views.text.md_escape`) as the reader sees it: each `\\x` as `x`."""
+    return re.sub(r"\\(.)", r"\1", markdown)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from app_pages import ok
+from app_pages import as_shown, ok
 from streamlit.testing.v1 import AppTest
 
 import bam_viz
@@ -388,7 +388,7 @@ def test_a_bad_memory_setting_is_one_message_and_the_page_keeps_running(monkeypa
     at = new_app(model="bam-wc")
     at.run()
     assert not at.exception
-    assert "BAM_VIZ_APP_ATTENTION_MB" in at.error[0].value
+    assert "$BAM_VIZ_APP_ATTENTION_MB" in as_shown(at.error[0].value)
     assert at.selectbox(key="model").value == "bam-wc"
 
 
@@ -578,7 +578,7 @@ def test_a_broken_corpus_turns_random_review_off_with_a_reason(tmp_path, monkeyp
         at.button(key="random_sentence").click()
         ok(at.run())
         assert at.button(key="random_sentence").disabled
-        said = " ".join(c.value for c in at.caption)
+        said = " ".join(as_shown(c.value) for c in at.caption)
         assert "“Random review” is off: the movies corpus cannot be read" in said
         assert "movieReviewSnippets_GroundTruth.txt" in said and str(tmp_path) not in said
         assert_finite_view(at)

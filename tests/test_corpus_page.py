@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pandas as pd
 import pytest
-from app_pages import app_page, ok
+from app_pages import app_page, as_shown, ok
 from streamlit import dataframe_util
 from streamlit.testing.v1 import AppTest
 
@@ -200,7 +200,7 @@ def corpus_page_metric_names() -> dict[str, str]:
 def test_two_models_side_by_side(at, shipped):
     pairs = corpus.paired(shipped, "bam-wc", "mc-dropout", MEASURE)
     summary = corpus.paired_summary(pairs)
-    metrics = {m.label: m.value for m in at.metric}
+    metrics = {as_shown(m.label): m.value for m in at.metric}
     assert metrics["Sentences where their labels differ"] == f"{summary['disagreements']['n']:,} of {len(pairs):,}"
     assert metrics["bam-wc more uncertain"] == f"{summary['all']['a']:,}"
     assert metrics["mc-dropout more uncertain"] == f"{summary['all']['b']:,}"
