@@ -246,3 +246,21 @@ def test_the_corpus_page_scores_with_a_model_that_fails_to_load_in_one_line(tmp_
     assert not at.exception and not at.error
     assert "runs/bam-wc" not in at.multiselect(key="corpus_models_to_score").options
     assert any(c.value.startswith("Not offered, as they cannot be loaded: **runs/bam\\-wc**") for c in at.caption)
+
+
+def test_the_app_loads_a_folder_again_once_its_files_change(tmp_path, monkeypatch):
+    """The app keeps one model per version of its folder (views.state.get_model): the same files give
+    the same model, and a folder trained again under the same name, or broken since, is read again."""
+    from k_class_models import k_class_folder
+
+    from views import state
+
+    folder = k_class_folder(tmp_path / "runs")
+    monkeypatch.setenv(zoo.MODELS_ENV, str(folder.parent))
+    first = state.get_model("t3")
+    assert state.get_model("t3") is first
+    os.utime(folder / "model.safetensors", ns=(1, 1))
+    assert state.get_model("t3") is not first
+    _dev_zero(folder / "model.safetensors")
+    with pytest.raises(CheckpointError, match="t3/model.safetensors is a device"):
+        state.get_model("t3")

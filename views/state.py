@@ -83,13 +83,28 @@ def foreground(fn):
 
 
 # ---- cached work --------------------------------------------------------------------------------
-@st.cache_resource(show_spinner="Loading the model…")
+MODELS_KEPT = 16                # models kept loaded: the zoo's eight and a user's few, each version of a folder apart
 def get_model(name: str):
-    """One model per process, shared by every session and treated as read-only."""
+    """One model per process and version of its folder's files, shared by every session and treated
+    as read-only: a user's folder trained again, or broken, under the same name is read again."""
+    from bam_viz.model_files import file_key
+    from bam_viz.zoo import listed_folders
+
+    folder = listed_folders().get(name)
+    files = () if folder is None else tuple(file_key(folder / f) for f in ("card.json", "model.safetensors"))
+    return _loaded_model(name, files)
+
+
+@st.cache_resource(show_spinner="Loading the model…", max_entries=MODELS_KEPT)
+def _loaded_model(name: str, files: tuple):
+    """`get_model`'s cache, by name and the files' keys (`model_files.file_key`)."""
     _one_torch_thread()
     model = bam_viz.load(name)
     live.FRAMES.prepare(model)
     return model
+
+
+get_model.clear = _loaded_model.clear
 
 
 def _one_torch_thread() -> None:
