@@ -16,7 +16,7 @@ from torch.distributions import Dirichlet
 
 from bam_viz.families.base import AttentionFamily, CellStatistics, HyperSpec, Marginal
 from bam_viz.families.kl import kl_dirichlet
-from bam_viz.families.sampling import dirichlet_rsample, masked_log_softmax
+from bam_viz.families.sampling import dirichlet_rsample, log_of, masked_log_softmax
 
 
 class DirichletFamily(AttentionFamily):
@@ -38,10 +38,10 @@ class DirichletFamily(AttentionFamily):
     def sample(self, log_p, hyper, mask, generator, drawn_rows=None):
         if drawn_rows is not None:
             raise ValueError("dirichlet draws cannot be sliced by query row: pass every query")
-        return dirichlet_rsample(math.log(hyper.concentration) + log_p, mask, generator)
+        return dirichlet_rsample(log_of(hyper.concentration) + log_p, mask, generator)
 
     def sample_prior(self, log_pi, hyper, mask, generator):
-        return dirichlet_rsample(math.log(hyper.prior_concentration) + log_pi, mask, generator)
+        return dirichlet_rsample(log_of(hyper.prior_concentration) + log_pi, mask, generator)
 
     def statistics(self, log_p, log_pi, valid, hyper):
         """The KL is float64 whatever log_p's dtype: with a posterior weight far below the prior's,

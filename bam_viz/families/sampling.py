@@ -1,10 +1,15 @@
-"""Log-space sampling primitives the families share. Every draw takes an explicit generator, or a
-`NoiseTape` in its place (which replays a recorded pass's draws: see there)."""
+"""Log-space sampling primitives the families share. Every draw takes an explicit generator, a
+`NoiseTape` in its place (which replays a recorded pass's draws: see there), or a `UniformNoise`
+(every draw made from uniforms: the stream both the library and the browser make, or a graph's inputs)."""
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import torch
-import torch.nn.functional as F
+
+from bam_viz.core import portable_random
 
 
 def masked_log_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -36,13 +41,22 @@ def draw(sampler, shape, like: torch.Tensor, generator) -> torch.Tensor:
     def make(g):
         return sampler(tuple(shape), generator=g, device=like.device, dtype=like.dtype)
 
+    if isinstance(generator, UniformNoise):
+        return generator.draw(sampler, shape, like)
     return generator.take(shape, make) if isinstance(generator, NoiseTape) else make(generator)
+
+
+def log_of(x):
+    """log x of a float or of a tensor (a hyperparameter that an exported graph takes as an input)."""
+    return torch.log(x) if isinstance(x, torch.Tensor) else math.log(x)
 
 
 def first_rows(sampler, shape, like: torch.Tensor, generator, drawn_rows: int | None) -> torch.Tensor:
     """`sampler(shape)`, or, with `drawn_rows`, a draw shaped as if dimension -2 had `drawn_rows` rows,
     of which the first shape[-2] are kept: a pass that needs only the first queries ([CLS]) then
     consumes the generator exactly as the full pass does, and gets the full pass's numbers."""
+    if isinstance(generator, UniformNoise):      # a stream of its own per draw: the kept rows alone
+        drawn_rows = None
     full = shape if drawn_rows is None else (*shape[:-2], drawn_rows, shape[-1])
     out = draw(sampler, full, like, generator)
     return out if drawn_rows is None else out[..., : shape[-2], :]
@@ -94,7 +108,10 @@ def log_gamma_rsample(log_alpha, generator=None):
     (Marsaglia & Tsang 2000, sec. 6) keeps log G exact: log G = log Gamma(a + 1) + log(U) / a.
     """
     alpha = log_alpha.exp()
-    g = _StandardGamma.apply(alpha + 1, generator)
+    if isinstance(generator, UniformNoise):
+        g = generator.standard_gamma(alpha + 1)
+    else:
+        g = _StandardGamma.apply(alpha + 1, generator)
     u = uniform(alpha.shape, alpha, generator)
     return g.log() + u.log() * torch.exp(-log_alpha)
 
@@ -111,8 +128,9 @@ def categorical_sample(log_probs, generator=None):
     keeps the drawn key itself, not its Gumbel noise (see there)."""
     def make(g):
         u = uniform(log_probs.shape, log_probs, g)
-        z = (log_probs - torch.log(-torch.log(u))).argmax(-1)
-        return F.one_hot(z, log_probs.shape[-1]).to(log_probs.dtype)
+        z = (log_probs - torch.log(-torch.log(u))).argmax(-1, keepdim=True)
+        # scatter, not F.one_hot: an exported graph keeps the number of keys as the input's
+        return torch.zeros_like(log_probs).scatter(-1, z, 1.0)
 
     return generator.take(log_probs.shape, make) if isinstance(generator, NoiseTape) else make(generator)
 
@@ -243,3 +261,89 @@ class NoiseTape:
             return x
         a0, x0, log_tail, lower = (self._select(t) for t in self._next(alpha.shape))
         return gamma_at_quantile(alpha.detach(), log_tail, lower, a0, x0).to(alpha.dtype)
+
+
+# ---- draws made from uniforms ----------------------------------------------------------------------
+class UniformNoise:
+    """Every draw of a pass made from uniforms in (0, 1), one array per draw site, in the order the
+    pass asks: where a `torch.Generator` goes, this gives the same pass as a function of its uniforms,
+    which an exported graph takes as inputs and the browser makes (`PortableNoise`, `GivenNoise`).
+
+      torch.rand       the uniforms themselves, (*shape)
+      torch.randn      Box-Muller, sqrt(-2 log u1) cos(2 pi u2), from (2, *shape)
+      Gamma(a, 1)      for a >= 1 (the boost of `log_gamma_rsample` makes it so): Marsaglia & Tsang
+                       (2000) with PROPOSALS candidates from (2 PROPOSALS, *shape), the first accepted
+                       kept; if none is (probability <= 0.049^4 = 6e-6 a cell), the mode d = a - 1/3.
+    `shapes` lists each site's shape as asked."""
+
+    PROPOSALS = 4
+
+    def __init__(self):
+        self.shapes: list[tuple] = []
+
+    def uniforms(self, shape: tuple, like: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _site(self, shape, like: torch.Tensor) -> torch.Tensor:
+        shape = tuple(shape)
+        u = self.uniforms(shape, like)
+        self.shapes.append(shape)
+        return u
+
+    def draw(self, sampler, shape, like: torch.Tensor) -> torch.Tensor:
+        if sampler is torch.rand:
+            return self._site(shape, like)
+        if sampler is torch.randn:
+            return box_muller(self._site((2, *shape), like))
+        raise ValueError(f"no uniform form of {sampler!r}")
+
+    def standard_gamma(self, alpha: torch.Tensor) -> torch.Tensor:
+        u = self._site((2 * self.PROPOSALS, *alpha.shape), alpha)
+        P = self.PROPOSALS
+        d = alpha - 1 / 3
+        c = torch.rsqrt(9 * d)
+        x = torch.sqrt(-2 * torch.log(u[: P // 2])) * torch.cos(2 * math.pi * u[P // 2 : P])
+        y = torch.sqrt(-2 * torch.log(u[: P // 2])) * torch.sin(2 * math.pi * u[P // 2 : P])
+        normals = torch.cat([x, y])                                                   # (P, *shape)
+        v = (1 + c * normals) ** 3
+        log_v = torch.log(v.clamp_min(torch.finfo(v.dtype).tiny))
+        accept = (v > 0) & (torch.log(u[P:]) < 0.5 * normals**2 + d - d * v + d * log_v)
+        out = d
+        for p in reversed(range(P)):
+            out = torch.where(accept[p], d * v[p], out)
+        return out
+
+
+def box_muller(u: torch.Tensor) -> torch.Tensor:
+    """Standard normals from uniforms (2, *shape): sqrt(-2 log u[0]) cos(2 pi u[1])."""
+    return torch.sqrt(-2 * torch.log(u[0])) * torch.cos(2 * math.pi * u[1])
+
+
+class PortableNoise(UniformNoise):
+    """Site i's uniforms from `bam_viz.core.portable_random` at `seed`: the numbers the browser makes."""
+
+    def __init__(self, seed: int):
+        super().__init__()
+        self.seed = seed
+
+    def uniforms(self, shape, like):
+        n = int(np.prod(shape)) if shape else 1
+        u = portable_random.uniforms(self.seed, len(self.shapes), n).reshape(shape)
+        return torch.from_numpy(u).to(device=like.device, dtype=like.dtype)
+
+
+class GivenNoise(UniformNoise):
+    """The uniforms given, one tensor per site in order (an exported graph's noise inputs)."""
+
+    def __init__(self, tensors):
+        super().__init__()
+        self.tensors = list(tensors)
+
+    def uniforms(self, shape, like):
+        i = len(self.shapes)
+        if i >= len(self.tensors):
+            raise RuntimeError(f"the pass asks for draw {i + 1}, but {len(self.tensors)} were given")
+        u = self.tensors[i]
+        if tuple(u.shape) != tuple(shape):
+            raise RuntimeError(f"draw {i + 1} has shape {tuple(shape)}, the given one {tuple(u.shape)}")
+        return u.to(like.dtype)

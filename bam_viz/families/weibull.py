@@ -14,7 +14,13 @@ from torch.distributions import Gamma, Weibull
 
 from bam_viz.families.base import AttentionFamily, CellStatistics, HyperSpec, Marginal
 from bam_viz.families.kl import EULER_GAMMA, kl_weibull_gamma
-from bam_viz.families.sampling import log_gamma_rsample, log_weibull_rsample, masked_log_softmax, normalize_log
+from bam_viz.families.sampling import (
+    log_gamma_rsample,
+    log_of,
+    log_weibull_rsample,
+    masked_log_softmax,
+    normalize_log,
+)
 
 
 class WeibullFamily(AttentionFamily):
@@ -41,11 +47,14 @@ class WeibullFamily(AttentionFamily):
 
     def sample(self, log_p, hyper, mask, generator, drawn_rows=None):
         k = hyper.shape_k
-        return normalize_log(log_weibull_rsample(self.log_scale(log_p, k), k, generator, drawn_rows), mask)
+        # Gamma(1 + 1/k) divides every key's scale alike, which the normalisation removes: a tensor k
+        # (an exported graph's input, `bam_viz.inference.graph`) leaves it out, as ONNX has no lgamma.
+        log_scale = log_p if isinstance(k, torch.Tensor) else self.log_scale(log_p, k)
+        return normalize_log(log_weibull_rsample(log_scale, k, generator, drawn_rows), mask)
 
     def sample_prior(self, log_pi, hyper, mask, generator):
         # S ~ Gamma(beta * pi, beta): the rate cancels in the normalisation.
-        return normalize_log(log_gamma_rsample(math.log(hyper.beta) + log_pi, generator), mask)
+        return normalize_log(log_gamma_rsample(log_of(hyper.beta) + log_pi, generator), mask)
 
     def statistics(self, log_p, log_pi, valid, hyper):
         k, beta = hyper.shape_k, hyper.beta

@@ -309,9 +309,9 @@ class AlignmentAttention(SelfAttention):
             return context, None
         # Every head's full map for the picture, with the [CLS] row replaced by the alignment.
         full = (q @ k.transpose(-1, -2) / math.sqrt(d)).masked_fill(~mask[:, None, None], float("-inf")).softmax(-1)
-        mean_w, w = full.clone(), full.clone()
-        mean_w[:, :, 0] = log_pz.exp()[:, None]
-        w[:, :, 0] = pz[:, None]
+        # cat, not an assignment to row 0: an exported graph keeps the row's length as the input's
+        mean_w = torch.cat([log_pz.exp()[:, None, None].expand(B, H, 1, T), full[:, :, 1:]], 2)
+        w = torch.cat([pz[:, None, None].expand(B, H, 1, T), full[:, :, 1:]], 2)
         return context, AttentionTrace(scores=full, softmax_weights=mean_w, weights=w, prior_weights=mean_w,
                                        prior_sample_weights=w, kl=log_pz.new_zeros(B, H))
 
