@@ -1,5 +1,5 @@
 # Two entry points, each doing all of its own set-up on a fresh machine with Python 3.11:
-#   make run   -> virtual environment, runtime install, `streamlit run app.py`
+#   make run   -> virtual environment, runtime install, the browser's runtime (npm), `streamlit run app.py`
 #   make test  -> the same plus test dependencies (Ray included), Debian chromium and nodejs, then the whole
 #                 suite and the explorer's JavaScript unit tests
 PYTHON ?= python3.11
@@ -10,7 +10,7 @@ ADDRESS ?= localhost
 # Model folders the app shows beside the zoo: `make run MODELS=models/intents,runs/topics` ($BAM_VIZ_MODELS).
 MODELS ?=
 
-.PHONY: run test install install-test chromium nodejs lint bench clean
+.PHONY: run test install install-test install-js chromium nodejs lint bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -25,8 +25,16 @@ $(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt
 	$(PY) -m pip install -q -r requirements-test.txt
 	touch $@
 
-install: $(VENV)/.installed
+# The browser's ONNX runtime (onnxruntime-web), pinned in package.json and package-lock.json and served by
+# the app from node_modules/ (views/runtime.py): `npm ci` installs exactly the lock, again whenever the lock
+# is newer than the stamp; --ignore-scripts: no package's install script runs (none is needed).
+node_modules/.installed: package.json package-lock.json | nodejs
+	npm ci --no-audit --no-fund --ignore-scripts
+	touch $@
+
+install: $(VENV)/.installed install-js
 install-test: $(VENV)/.installed-test
+install-js: node_modules/.installed
 
 # Debian's chromium drives the browser tests (never `playwright install`: it downloads a browser).
 chromium:
@@ -35,18 +43,19 @@ chromium:
 	  $$SUDO apt-get install -y -q chromium >/dev/null 2>&1 || \
 	  { $$SUDO apt-get update -q >/dev/null && $$SUDO apt-get install -y -q chromium >/dev/null; }; }
 
-# Debian's nodejs runs the unit tests of the explorer's JavaScript (tests/js/, node's own test runner: no npm).
+# Debian's nodejs runs the unit tests of the explorer's JavaScript (tests/js/, node's own test runner), and
+# its npm installs the browser's runtime (install-js); Debian packages npm apart from nodejs.
 nodejs:
-	@command -v node >/dev/null 2>&1 || { \
+	@{ command -v node && command -v npm; } >/dev/null 2>&1 || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get install -y -q nodejs >/dev/null 2>&1 || \
-	  { $$SUDO apt-get update -q >/dev/null && $$SUDO apt-get install -y -q nodejs >/dev/null; }; }
+	  $$SUDO apt-get install -y -q nodejs npm >/dev/null 2>&1 || \
+	  { $$SUDO apt-get update -q >/dev/null && $$SUDO apt-get install -y -q nodejs npm >/dev/null; }; }
 
 run: install
 	BAM_VIZ_MODELS="$(or $(MODELS),$(BAM_VIZ_MODELS))" $(VENV)/bin/streamlit run app.py --server.headless true --browser.gatherUsageStats false --server.port $(PORT) \
 	  --server.address $(ADDRESS)
 
-test: install-test chromium nodejs
+test: install-test chromium nodejs install-js
 	$(VENV)/bin/ruff check .
 	node --test tests/js/
 	$(PY) -m pytest -q
@@ -55,7 +64,7 @@ bench: install
 	$(PY) -m bam_viz bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) node_modules .pytest_cache .ruff_cache .hypothesis
 
 # Reproduce the shipped models and the README's tables (CPU: about 45 min of training, 40 of evaluation).
 # Each zoo model is a preset of the train command on the movie reviews (mc-dropout reuses softmax's weights).

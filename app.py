@@ -1,8 +1,9 @@
 """The Streamlit app: a router. Pages live in `views/`; the explorer is the default.
 
 Run with `streamlit run app.py`. Streamlit reads this file twice: it imports it once as the server's
-ASGI app (`app` below: Streamlit's, with its own frontend's scripts served compressed from memory
-and the charts' payloads gzipped once, `views.serving`), and runs it as `__main__` for every page a session shows.
+ASGI app (`app` below: Streamlit's, with its own frontend's scripts served compressed from memory,
+the charts' payloads gzipped once and every page cross-origin isolated, `views.serving`), and runs it as
+`__main__` for every page a session shows.
 """
 
 import os
@@ -24,10 +25,12 @@ if __name__ != "__main__":
     from starlette.middleware import Middleware
 
     from views.live_route import LiveRoute
-    from views.serving import BackendBase, PrecompressedStatic, ServedPayloads
+    from views.serving import BackendBase, CrossOriginIsolated, PrecompressedStatic, ServedPayloads
 
-    app = st.App(__file__, middleware=[Middleware(BackendBase), Middleware(PrecompressedStatic),
-                                       Middleware(ServedPayloads), Middleware(LiveRoute)])
+    # The first is outermost: every response, the others' included, leaves cross-origin isolated.
+    app = st.App(__file__, middleware=[Middleware(CrossOriginIsolated), Middleware(BackendBase),
+                                       Middleware(PrecompressedStatic), Middleware(ServedPayloads),
+                                       Middleware(LiveRoute)])
 else:
     from bam_viz.live.priority import server_priority
     from views.join import LESSONS_PATH  # the join link and the route: one name

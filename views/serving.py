@@ -11,6 +11,8 @@ whole frontend is 26 MB, its compressed scripts a quarter of that), and a client
 gzip, or a path that is not a file of the frontend, goes to Streamlit as before. The caching headers
 are Streamlit's: the bundles' names carry their hash, so browsers may keep them for a year.
 `ServedPayloads` does the same for the explorer's chart payloads, from their gzipped copies on disk.
+`CrossOriginIsolated` makes every page cross-origin isolated (the browser runtime's WASM threads need
+it) and sends the files of the app's hashed folders (modules, runtime, frame graphs) as immutable.
 """
 
 from __future__ import annotations
@@ -20,16 +22,32 @@ import gzip
 import hashlib
 import json
 import mimetypes
-from pathlib import Path
+import re
+from pathlib import Path, PurePosixPath
 
 from streamlit.web.server.starlette.starlette_server_config import STATIC_ASSET_CACHE_MAX_AGE_SECONDS
 
-from views.components import PAYLOAD_NAME, STATIC, app_path, packed_bytes
+from views.components import HASH_CHARS, PAYLOAD_NAME, STATIC, app_path, packed_bytes
 
 GZIP_LEVEL = 9                  # once per file, so the smallest: 2.3 MB of scripts to about 0.6 MB
 COMPRESSIBLE = (".js", ".css", ".json", ".svg", ".html", ".map", ".txt", ".ttf")
 # Streamlit's own contract for its hashed bundles (starlette_static_routes._apply_cache_headers).
 CACHE_CONTROL = f"public, immutable, max-age={STATIC_ASSET_CACHE_MAX_AGE_SECONDS}".encode()
+# On every response: the page may then share memory with its workers (SharedArrayBuffer), which
+# onnxruntime-web's WASM threads need; in exchange it loads nothing from another origin.
+ISOLATION = ((b"cross-origin-opener-policy", b"same-origin"), (b"cross-origin-embedder-policy", b"require-corp"),
+             (b"cross-origin-resource-policy", b"same-origin"))
+# Folders under the app's static/ named by a hash of their files (views.components.hashed_copy): the
+# explorer's modules (views.components), the browser runtime and the models' frame graphs (views.runtime).
+HASHED = rf"(?:live/js|ort|graphs)/[0-9a-f]{{{HASH_CHARS}}}/[^/]+"
+# Whatever the machine's mime.types says: WebAssembly.instantiateStreaming takes application/wasm only,
+# and Streamlit sends a type it does not know (.onnx) as text/plain.
+HASHED_TYPES = {".wasm": b"application/wasm", ".mjs": b"text/javascript; charset=utf-8",
+                ".js": b"text/javascript; charset=utf-8", ".onnx": b"application/octet-stream",
+                ".json": b"application/json"}
+# Sent as they are: a frame graph's float32 weights gzip to 93% of their size, for a second of the
+# server's CPU per fetch of bam-wc's 22 MB (Streamlit's gzip, level 9, inside our middleware).
+UNCOMPRESSED = (".onnx",)
 
 
 def _accepts_gzip(scope) -> bool:
@@ -165,6 +183,43 @@ class ServedPayloads:
         except OSError:                          # never published, or pruned: Streamlit's 404
             return None
 
+
+class CrossOriginIsolated:
+    """ASGI middleware: every HTTP response with the ISOLATION headers, and a file of a hashed folder
+    (`<base>/app/static/<HASHED>`, sent by Streamlit's static serving) with CACHE_CONTROL and its type,
+    uncompressed where its suffix is UNCOMPRESSED (the request reaches Streamlit without Accept-Encoding)."""
+
+    def __init__(self, app, base_url: str | None = None):
+        self.app = app
+        self.hashed = re.compile(re.escape(app_path("app/static/", base_url)) + HASHED)
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        hashed = self.hashed.fullmatch(scope["path"]) is not None
+        suffix = PurePosixPath(scope["path"]).suffix.lower()
+        kind = HASHED_TYPES.get(suffix) if hashed else None
+        if hashed and suffix in UNCOMPRESSED:
+            scope = {**scope, "headers": [(k, v) for k, v in scope.get("headers", ()) if k != b"accept-encoding"]}
+
+        async def send_isolated(message):
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": _isolated(message, hashed, kind)}
+            await send(message)
+
+        await self.app(scope, receive, send_isolated)
+
+
+def _isolated(start, hashed: bool, kind: bytes | None) -> list[tuple[bytes, bytes]]:
+    """The headers of response `start`, with ours in place of any of the same name."""
+    ours = list(ISOLATION)
+    if hashed and start["status"] in (200, 206, 304):
+        ours.append((b"cache-control", CACHE_CONTROL))
+        if kind and start["status"] != 304:
+            ours.append((b"content-type", kind))
+    names = {name for name, _ in ours}
+    return [(k, v) for k, v in start.get("headers", ()) if k.lower() not in names] + ours
 
 
 class BackendBase:
