@@ -9,9 +9,10 @@ the weights in every layer (rows then need not sum to 1), with no prior (its pri
 posterior). KL is zero where a family learns no prior.
 
 The network f is faked as one whose logit is linear in the drawn attention: sample s has logit l_s,
-so f(E[w]) is the sigmoid of the mean logit m and each sample's slope there p(1 - p)(l_s - m); the
-deterministic pass f(softmax) is P(positive) = 0.7. Where no attention weight is drawn (mc-dropout,
-softmax) f(E[w]) is the deterministic pass and there are no slopes,
+so f(E[w]) is the sigmoid of the mean logit m and f at the mean without sample s the sigmoid of
+(S m - l_s) / (S - 1); the deterministic pass f(softmax) is P(positive) = 0.7. Where no attention
+weight is drawn (mc-dropout, softmax) f(E[w]) is the deterministic pass and there are no
+leave-one-out values,
 as in `explain` (`bam_viz.inference.gaps`). `posterior_softmax_weights` is the result's own mean of the samples.
 """
 
@@ -56,7 +57,7 @@ def make_fake_result(
 ) -> ExplainResult:
     """`hyper` overrides the family's `HYPER` (shape_k, beta; sigma, prior_sigma; concentration,
     prior_concentration): the sliders' extremes, say. `n_classes` > 2: classes "c0", "c1", ..., each
-    sample's logits a random vector and f(E[w]) the softmax of their mean (slopes by its Jacobian)."""
+    sample's logits a random vector and f(E[w]) the softmax of their mean (and of each leave-one-out mean)."""
     g = torch.Generator().manual_seed(seed)
     tokens = tokens if tokens is not None else fake_tokens(T)
     assert len(tokens) == T
@@ -151,21 +152,14 @@ def make_fake_result(
             logits = logits[:1].expand(S, n_classes)
         sample_probs = logits.softmax(-1)
         softmax_probs = (logits.mean(0) + 0.3).softmax(-1) if stochastic_layers else sample_probs[0]
-    slopes = None
+    loo_probs = None
     if not stochastic_layers or family == "mc-dropout":                # no attention weight is drawn
         mean_attention_probs = softmax_probs
-    elif n_classes > 2:
-        mean_attention_probs = logits.mean(0).softmax(-1)
-        if S >= 2:
-            p = mean_attention_probs.double()
-            jacobian = torch.diag(p) - p[:, None] * p[None]             # (C, C) d softmax / d logits
-            slopes = (logits - logits.mean(0)).double() @ jacobian      # (S, C)
     else:
-        mean_attention_probs = probs(logits.mean())
+        mean_attention_probs = logits.mean(0).softmax(-1) if n_classes > 2 else probs(logits.mean())
         if S >= 2:
-            p = float(mean_attention_probs[1])
-            up = p * (1 - p) * (logits - logits.mean()).double()        # (S,) d f_positive
-            slopes = torch.stack([-up, up], -1)                         # (S, 2)
+            without = (logits.sum(0, keepdim=True) - logits) / (S - 1)  # (S, C) or (S,): the mean without s
+            loo_probs = without.softmax(-1) if n_classes > 2 else probs(without)   # (S, C)
     return ExplainResult(
         text=" ".join(tokens[1:-1]), tokens=tokens, classes=classes, target=target,
         model_name=f"fake-{family}", family=name, stochastic_layers=stochastic_layers,
@@ -173,7 +167,7 @@ def make_fake_result(
         sample_weights=sample_weights, softmax_weights=softmax_weights, prior_weights=prior_weights,
         prior_sample_weights=prior_sample_weights, kl=kl, sample_probs=sample_probs,
         mc_probs=sample_probs.mean(0), softmax_probs=softmax_probs, mean_attention_probs=mean_attention_probs,
-        mean_attention_slopes=slopes, posterior_params=posterior_params, prior_params=prior_params,
+        mean_attention_loo_probs=loo_probs, posterior_params=posterior_params, prior_params=prior_params,
         attention_dropout=DROPOUT if family == "mc-dropout" else 0.0,
     )
 

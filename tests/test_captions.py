@@ -124,7 +124,7 @@ def test_the_live_maps_carry_the_weights_the_caption_speaks_of():
     """The page's maps come through `wire.pack`, whose u2 carries [0, 1]: a weight that dropout scaled
     past 1 reaches the page as it is, as the live caption (`FrameResult`'s) says it can."""
     from bam_viz.live import grid as live
-    from bam_viz.live.payloads import MAP_PANELS
+    from bam_viz.live.frames import MAP_PANELS
     from bam_viz.live.result import FrameResult
 
     g = live.LiveGrid(bam_viz.load("mc-dropout"), TEXT, 8, 0)

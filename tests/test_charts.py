@@ -197,7 +197,7 @@ def test_extreme_weights_and_huge_kl():
     r.sample_probs = torch.tensor([[0.0, 1.0]] * 3 + [[1.0, 0.0]] * 3)
     r.mc_probs = r.sample_probs.mean(0)
     r.softmax_probs = r.mean_attention_probs = torch.tensor([0.0, 1.0])
-    r.mean_attention_slopes = None
+    r.mean_attention_loo_probs = None
     figs = all_figures(r, 1)
     for fig in figs.values():
         assert_finite(fig)
@@ -852,7 +852,7 @@ def _with_samples(r, p_positive, at_mean=0.5):
     probs = torch.tensor([[1 - p, p] for p in p_positive])
     at = torch.tensor([1 - at_mean, at_mean])
     return dataclasses.replace(r, sample_probs=probs, mc_probs=probs.mean(0), n_samples=len(p_positive),
-                               softmax_probs=at, mean_attention_probs=at, mean_attention_slopes=None)
+                               softmax_probs=at, mean_attention_probs=at, mean_attention_loo_probs=None)
 
 
 def test_with_se_gives_value_and_error_to_the_same_decimals():

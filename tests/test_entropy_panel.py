@@ -43,7 +43,7 @@ def with_table(table: np.ndarray):
     """A stochastic result whose attention samples give the (S, K) predictive distributions `table`."""
     probs = torch.from_numpy(np.asarray(table, dtype=np.float32))
     return dataclasses.replace(_base(probs.shape[1]), sample_probs=probs, mc_probs=probs.mean(0),
-                               n_samples=probs.shape[0], mean_attention_slopes=None)
+                               n_samples=probs.shape[0], mean_attention_loo_probs=None)
 
 
 def check_panel(r) -> None:

@@ -104,7 +104,7 @@ def test_the_full_download_names_every_mean_and_both_gaps():
                                rtol=0, atol=0, check_dtype=False)
     torch.testing.assert_close(torch.tensor(full["prior_mean_weights"], dtype=torch.float64),
                                r.prior_sample_weights.double().mean(0), rtol=1e-12, atol=0)
-    for name in ("mc_probs", "mean_attention_probs", "softmax_probs", "mean_attention_slopes"):
+    for name in ("mc_probs", "mean_attention_probs", "softmax_probs", "mean_attention_loo_probs"):
         torch.testing.assert_close(torch.tensor(full[name]), getattr(r, name).double(), check_dtype=False)
     assert (full["gap"], full["gap_softmax"], full["se_gap"], full["se_gap_softmax"]) == (
         r.gap, r.gap_softmax, r.se.gap, r.se.gap_softmax)

@@ -82,10 +82,9 @@ def test_at_small_k_the_bars_move_and_sit_inside_their_whiskers(bam_wc):
     np.testing.assert_allclose(arrays["maps"][i, 1], r.softmax_weights[5, 0].numpy(), atol=1e-3)   # float16
 
 
-def test_f_of_the_mean_is_a_pass_at_the_posterior_mean_and_its_slopes_are_its_derivative(bam_wc):
-    """f(E[w]) is the pass at posterior_mean_weights; each sample's slope is the derivative of f(E[w])
-    towards that sample (a finite difference), and the delta-method SE agrees with the jackknife
-    made from S leave-one-out passes."""
+def test_f_of_the_mean_and_its_leave_one_out_values_are_passes_at_those_means(bam_wc):
+    """f(E[w]) is the pass at posterior_mean_weights; each leave-one-out value is the pass at the mean
+    of the other S - 1 samples' weights, made here one at a time; the gap's SE is their jackknife."""
     S = 16
     r = bam_wc.explain(TEXT, n_samples=S, seed=2, shape_k=0.5)
     lower = lower_states(bam_wc, TEXT)
@@ -97,23 +96,16 @@ def test_f_of_the_mean_is_a_pass_at_the_posterior_mean_and_its_slopes_are_its_de
             return gaps.given_weights_pass(bam_wc, lower.x, lower.mask, {i: weights[i][None] for i in layers},
                                            bam_wc.hyper(shape_k=0.5)).softmax(-1)[0].double()
 
-    mean = r.posterior_mean_weights.double()
-    torch.testing.assert_close(at(mean.float()), r.mean_attention_probs.double(), atol=1e-5, rtol=0)
-    for s in (0, S - 1):
-        eps = 1e-2                                     # a step towards sample s: slope s by finite differences
-        step = (mean + eps * (r.sample_weights[s].double() - mean)).float()
-        slope = (at(step) - r.mean_attention_probs.double()) / eps
-        torch.testing.assert_close(slope, r.mean_attention_slopes[s], atol=2e-3, rtol=0.05)
-    torch.testing.assert_close(r.mean_attention_slopes.sum(0), torch.zeros(2, dtype=torch.float64), atol=1e-5,
-                               rtol=0)                 # slopes towards every sample cancel at their mean
+    torch.testing.assert_close(at(r.posterior_mean_weights), r.mean_attention_probs.double(), atol=1e-5, rtol=0)
+    assert r.mean_attention_loo_probs.shape == (S, 2)
+    loo = torch.stack([at(torch.cat([r.sample_weights[:s], r.sample_weights[s + 1:]]).mean(0)) for s in range(S)])
+    torch.testing.assert_close(r.mean_attention_loo_probs.double(), loo, atol=1e-5, rtol=0)
+    assert (loo[:, 1] - r.mean_attention_probs[1]).abs().max() > 1e-4      # each sample moves f(E[w])
     t = r.target                                       # the predicted class: the gap and its SE are its
     p = r.sample_probs[:, t].double().numpy()
-    d = p - r.mean_attention_slopes[:, t].numpy()
-    assert r.se.gap == pytest.approx(d.std(ddof=1) / math.sqrt(S), rel=1e-9)
-    loo = np.array([np.delete(p, s).mean() - float(at(torch.cat([r.sample_weights[:s], r.sample_weights[s + 1:]])
-                                                      .mean(0))[t]) for s in range(S)])
-    jackknife = math.sqrt((S - 1) / S * np.sum((loo - loo.mean()) ** 2))
-    assert r.se.gap == pytest.approx(jackknife, rel=0.15)
+    replicates = np.array([np.delete(p, s).mean() - float(loo[s, t]) for s in range(S)])
+    jackknife = math.sqrt((S - 1) / S * np.sum((replicates - replicates.mean()) ** 2))
+    assert r.se.gap == pytest.approx(jackknife, rel=1e-3)
     assert r.gap == pytest.approx(float(r.mc_probs[t] - r.mean_attention_probs[t]))
     assert r.gap_softmax == pytest.approx(float(r.mc_probs[t] - r.softmax_probs[t]))
     other = r.for_target(1 - t)                        # two classes: the other's gap is the opposite
@@ -121,10 +113,21 @@ def test_f_of_the_mean_is_a_pass_at_the_posterior_mean_and_its_slopes_are_its_de
     assert abs(r.gap - r.gap_softmax) > 1e-4                               # two references, not one
 
 
+def test_one_sample_has_f_of_its_mean_and_no_gap_error(bam_wc):
+    """S = 1: E[w] is the one sample's weights, f(E[w]) a one-row pass, and the gap's SE not estimable."""
+    r = bam_wc.explain(TEXT, n_samples=1, seed=4)
+    assert r.mean_attention_loo_probs is None and r.se.gap is None
+    lower = lower_states(bam_wc, TEXT)
+    with torch.inference_mode():
+        drawn = {i: r.sample_weights[:, i] for i in r.stochastic_layers}                 # (1, H, T, T) each
+        at = gaps.given_weights_pass(bam_wc, lower.x, lower.mask, drawn, bam_wc.hyper()).softmax(-1)[0]
+    torch.testing.assert_close(at, r.mean_attention_probs, atol=1e-5, rtol=0)
+
+
 @pytest.mark.parametrize("name", ["mc-dropout", "softmax"])
 def test_without_drawn_attention_the_two_references_are_one(name):
     r = bam_viz.load(name).explain(TEXT, n_samples=8, seed=0)
-    assert r.mean_attention_slopes is None
+    assert r.mean_attention_loo_probs is None
     torch.testing.assert_close(r.mean_attention_probs, r.softmax_probs)
     assert r.gap == r.gap_softmax and r.se.gap == r.se.gap_softmax
 
@@ -138,7 +141,7 @@ def test_a_one_layer_alignment_is_averaged_like_the_rest():
     for s in range(16):
         counts[int(r.sample_weights[s, top, 0, 0].argmax())] += 1
     torch.testing.assert_close(r.posterior_mean_weights[top, 0, 0], counts / 16)
-    assert r.mean_attention_slopes is not None and r.mean_attention_slopes.shape == (16, 2)
+    assert r.mean_attention_loo_probs is not None and r.mean_attention_loo_probs.shape == (16, 2)
 
 
 # ---- E[w] is not softmax(psi): the family's sampler against SciPy's ------------------------------

@@ -188,6 +188,59 @@ def test_paired_bootstrap_of_a_model_with_itself_is_zero() -> None:
         metrics.paired_bootstrap(metrics.nll, a, a[:-1], labels)
 
 
+def _readout(w: np.ndarray) -> np.ndarray:
+    """A smooth f of attention weights w (.., K): a logistic read-out."""
+    return special.expit(w @ np.array([3.0, -2.0, 1.0, 0.5, -1.5]) - 0.2)
+
+
+def test_jackknife_gap_se_by_leaving_out_each_sample() -> None:
+    """The SE of E[f(z)] - f(E[w]) is the jackknife's: the gap remade without each sample, f(E[w])
+    from the other samples' mean weights, and sqrt((S - 1) / S) times their spread."""
+    w = np.random.default_rng(3).dirichlet([2.0, 1.0, 0.5, 1.5, 1.0], size=12)     # (S, K)
+    S, p = w.shape[0], _readout(w)
+    loo = np.array([_readout(np.delete(w, s, axis=0).mean(0)) for s in range(S)])
+    gaps = np.array([np.delete(p, s).mean() - loo[s] for s in range(S)])
+    expected = math.sqrt((S - 1) / S * np.sum((gaps - gaps.mean()) ** 2))
+    assert metrics.jackknife_gap_se(p, loo) == pytest.approx(expected, rel=1e-12)
+    assert expected > 0.01 * p.std()
+
+
+def test_jackknife_gap_se_of_a_linear_f_of_the_mean_is_the_paired_se() -> None:
+    """Where f(E[w]) is linear in w, c + b . w, the gap is the mean of f(z_s) - b . w_s less a constant,
+    and the jackknife gives their sd / sqrt(S) exactly: what the delta method gives, for any f(z_s)."""
+    rng = np.random.default_rng(4)
+    w = rng.dirichlet(np.ones(5), size=9)                                       # (S, K)
+    b, c = rng.standard_normal(5), 0.3
+    p = _readout(w)                                                             # f(z_s): not linear
+    loo = c + ((w.sum(0) - w) / (w.shape[0] - 1)) @ b                           # (S,) f(E[w]_(-s))
+    assert metrics.jackknife_gap_se(p, loo) == pytest.approx(metrics.mean_se(p - w @ b), rel=1e-10)
+    # ... and there is no curvature to correct for: the corrected gap is the gap.
+    at_mean = c + w.mean(0) @ b
+    assert metrics.jackknife_corrected_gap(p, at_mean, loo) == pytest.approx(p.mean() - at_mean, abs=1e-12)
+
+
+def test_jackknife_corrected_gap_by_leaving_out_each_sample() -> None:
+    w = np.random.default_rng(5).dirichlet([2.0, 1.0, 0.5, 1.5, 1.0], size=7)      # (S, K)
+    S, p, at_mean = w.shape[0], _readout(w), float(_readout(w.mean(0)))
+    gaps = np.array([np.delete(p, s).mean() - _readout(np.delete(w, s, axis=0).mean(0)) for s in range(S)])
+    corrected = S * (p.mean() - at_mean) - (S - 1) * gaps.mean()
+    loo = np.array([_readout(np.delete(w, s, axis=0).mean(0)) for s in range(S)])
+    assert metrics.jackknife_corrected_gap(p, at_mean, loo) == pytest.approx(corrected, rel=1e-12)
+    assert abs(corrected - (p.mean() - at_mean)) > 1e-4                         # a correction, not nothing
+    with pytest.raises(ValueError, match="S >= 2"):
+        metrics.jackknife_corrected_gap([0.2], 0.3, [0.3])
+
+
+def test_jackknife_gap_se_edge_cases() -> None:
+    # Two samples: the gaps without each are p_2 - l_1 and p_1 - l_2, SE half their difference.
+    assert metrics.jackknife_gap_se([0.2, 0.6], [0.5, 0.3]) == pytest.approx(abs((0.6 - 0.5) - (0.2 - 0.3)) / 2)
+    assert metrics.jackknife_gap_se(np.full(5, 0.3), np.full(5, 0.4)) == pytest.approx(0.0, abs=1e-15)   # all alike
+    with pytest.raises(ValueError, match="S >= 2"):
+        metrics.jackknife_gap_se([0.2], [0.3])
+    with pytest.raises(ValueError, match="as many"):
+        metrics.jackknife_gap_se([0.2, 0.6, 0.1], [0.5, 0.3])
+
+
 def test_mutual_information_jackknife_se_by_leaving_out_each_sample() -> None:
     rng = np.random.default_rng(8)
     samples = rng.dirichlet([0.8, 0.8, 0.8], size=(5, 7))              # (N, S, C)

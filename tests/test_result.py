@@ -121,7 +121,7 @@ def test_spread_is_the_mean_sample_std_and_a_sampler_result_needs_no_tensor():
 
 # ---- the explorer's downloads: one layer and head, the settings in a header and the file name ----
 def _with_mean_field(r: ExplainResult, p_positive: float) -> ExplainResult:
-    """`r` with f(softmax) = f(E[w]) = p_positive and no slopes (as where no attention is drawn)."""
+    """`r` with f(softmax) = f(E[w]) = p_positive and no leave-one-out values (as where no attention is drawn)."""
     p = torch.tensor([1 - p_positive, p_positive])
     return dataclasses.replace(r, softmax_probs=p, mean_attention_probs=p)
 
@@ -150,7 +150,8 @@ def test_standard_errors_are_none_when_not_estimable_and_zero_when_exact():
     assert (one.se.p_target, one.se.gap, one.se.gap_softmax, one.se.mutual_information) == (None,) * 4
     assert one.gap_distinguishable is None
     two = make("weibull", {}, {}, torch.tensor([[0.3, 0.7], [0.6, 0.4]]))
-    assert two.se.gap == pytest.approx(0.15) and two.se.mutual_information is None  # jackknife needs 3
+    assert two.se.gap_softmax == pytest.approx(0.15)
+    assert two.se.gap is None and two.se.mutual_information is None                  # a jackknife needs 3
     same = make("weibull", {}, {}, torch.tensor([[0.3, 0.7]] * 5))
     assert (same.se.p_target, same.se.gap, same.se.gap_softmax, same.se.mutual_information) == (0.0,) * 4
     exact = make_fake_result("softmax", S=1)                             # deterministic: no Monte Carlo
@@ -231,7 +232,7 @@ def test_each_class_has_its_own_gaps_and_errors_by_hand():
                                                                                                    abs=1e-7)
         assert v.se.p_target == pytest.approx(p[:, t].std(ddof=1) / 2)
         assert v.se.gap_softmax == pytest.approx((p[:, t] - soft[t]).std(ddof=1) / 2)
-        assert v.se.gap == v.se.gap_softmax                           # no slopes: f(E[w]) is held fixed
+        assert v.se.gap == v.se.gap_softmax                           # no leave-one-out values: f(E[w]) held fixed
         assert v.se.mutual_information == mi and v.mutual_information == r.mutual_information   # one for all
         np.testing.assert_allclose(r.class_errors[:, t], [v.se.p_target, v.se.gap, v.se.gap_softmax])
         gaps.append(v.gap)
@@ -267,8 +268,9 @@ def test_explain_on_k_classes_is_for_the_target_by_name_by_index_and_by_default(
         assert v.gap == pytest.approx(float(mc[t] - v.mean_attention_probs[t]), abs=1e-6)
         assert v.gap_softmax == pytest.approx(float(mc[t] - v.softmax_probs[t]), abs=1e-6)
         assert v.se.p_target == pytest.approx(float(probs[:, t].std() / math.sqrt(S)), rel=1e-6)
-        d = probs[:, t] - v.mean_attention_slopes[:, t]
-        assert v.se.gap == pytest.approx(float(d.std() / math.sqrt(S)), rel=1e-6)
+        without = (probs[:, t].sum() - probs[:, t]) / (S - 1) - v.mean_attention_loo_probs[:, t].double()   # (S,)
+        jackknife = math.sqrt((S - 1) / S * float(((without - without.mean()) ** 2).sum()))
+        assert v.se.gap == pytest.approx(jackknife, rel=1e-6)
         assert (v.gap, v.se) == (r.for_target(target).gap, r.for_target(target).se)
     with pytest.raises(ValueError, match="no class 'positive'"):
         explain(model, text, target="positive")

@@ -340,12 +340,43 @@ def paired_gap_se(p_samples: np.ndarray, reference: float) -> float:
     return mean_se(np.asarray(p_samples, dtype=np.float64) - reference)
 
 
-def delta_gap_se(p_samples: np.ndarray, slopes: np.ndarray) -> float:
-    """SE of E[f(z)] - f(E[w]) for one class by the delta method: `p_samples` (S,) f(z_s), `slopes`
-    (S,) l_s = grad f(E[w]) . (w_s - E[w]), f(E[w])'s first-order response to sample s. The gap is
-    then the mean of d_s = f(z_s) - l_s less a constant: SE = sd(d_s) / sqrt(S), ddof 1 (`mean_se`;
-    `bam_viz.inference.gaps`)."""
-    return mean_se(np.asarray(p_samples, dtype=np.float64) - np.asarray(slopes, dtype=np.float64))
+def _gap_replicates(p_samples: np.ndarray, loo_probs: np.ndarray) -> np.ndarray:
+    """(S,) E[f(z)] - f(E[w]) without each sample s, g_(-s) = (S mean(p) - p_s) / (S - 1) - loo_s."""
+    p = np.asarray(p_samples, dtype=np.float64)
+    loo = np.asarray(loo_probs, dtype=np.float64)
+    S = p.shape[0]
+    if S < 2 or loo.shape != p.shape:
+        raise ValueError(f"need S >= 2 samples and as many leave-one-out values, got {p.shape} and {loo.shape}")
+    return (p.sum() - p) / (S - 1) - loo
+
+
+def jackknife_gap_se(p_samples: np.ndarray, loo_probs: np.ndarray) -> float:
+    """SE of E[f(z)] - f(E[w]) for one class by the leave-one-out jackknife (Efron & Tibshirani
+    1993, ch. 11): `p_samples` (S,) f(z_s), `loo_probs` (S,) f at the mean of the weights without
+    sample s, E[w]_(-s) = (S E[w] - w_s) / (S - 1) (`bam_viz.inference.gaps.leave_one_out_probs`).
+    With g_(-s) = (S mean(p) - p_s) / (S - 1) - loo_s the gap without sample s,
+    SE = sqrt((S - 1) / S sum_s (g_(-s) - mean g)^2). Needs S >= 2. The live page's script computes
+    the same number from the same S + 1 passes.
+
+    f(E[w]) is a nonlinear function of the S samples, so the gap's spread is not a sample sd over
+    sqrt(S); where f(E[w]) is linear in w, c + b . w, the gap is the mean of f(z_s) - b . w_s less a
+    constant and the jackknife gives their sd / sqrt(S) exactly."""
+    g = _gap_replicates(p_samples, loo_probs)
+    S = g.shape[0]
+    return float(np.sqrt((S - 1) / S * np.sum((g - g.mean()) ** 2)))
+
+
+def jackknife_corrected_gap(p_samples: np.ndarray, mean_prob: float, loo_probs: np.ndarray) -> float:
+    """E[f(z)] - f(E[w]) for one class with its 1/S bias removed by the jackknife (Quenouille 1956):
+    S g - (S - 1) mean_s g_(-s), g = mean(p) - `mean_prob` the S-sample gap and g_(-s) the gap without
+    sample s (`jackknife_gap_se`). E[w] from S samples scatters around E[z], and f's curvature moves
+    f(E[w]) on average by about a 1/S share of the gap itself, so g averages about (1 - 1/S) times
+    Deng's gap E[f(z)] - f(E[z]); the corrected gap averages Deng's up to O(1/S^2). Needs S >= 2.
+    docs/estimates.md ("What the interval covers") measures both on the shipped models."""
+    g = _gap_replicates(p_samples, loo_probs)
+    S = g.shape[0]
+    gap = float(np.mean(np.asarray(p_samples, dtype=np.float64))) - float(mean_prob)
+    return float(S * gap - (S - 1) * g.mean())
 
 
 def paired_bootstrap(

@@ -34,7 +34,7 @@ def full_json(result: ExplainResult) -> dict:
         "stochastic_layers": result.stochastic_layers, "hyper": result.hyper,
         "n_samples": result.n_samples, "seed": result.seed, "truncated": result.truncated,
         "mc_probs": lst(result.mc_probs), "mean_attention_probs": lst(result.mean_attention_probs),
-        "softmax_probs": lst(result.softmax_probs), "mean_attention_slopes": lst(result.mean_attention_slopes),
+        "softmax_probs": lst(result.softmax_probs), "mean_attention_loo_probs": lst(result.mean_attention_loo_probs),
         **view_headline(result),
         "sample_probs": lst(result.sample_probs), "kl": lst(result.kl),
         "posterior_mean_weights": lst(result.posterior_mean_weights),

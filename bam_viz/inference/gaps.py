@@ -22,10 +22,11 @@ dropout mask, whose mean keeps every unit), f(E[z]) is the deterministic pass an
 
 Errors (docs/estimates.md, "The posterior mean and the gap"): E[f(z)] - f(softmax) is the mean of S
 paired differences, SE = sd / sqrt(S). f(E[w]) is itself a function of the S samples, so the Deng
-gap's SE is the delta method's (the infinitesimal jackknife, Efron 1982, ch. 6): to first order
-f(E[w]) moves with each sample by its slope l_s = grad f(E[w]) . (w_s - E[w]), so the gap is the mean
-of d_s = f(z_s) - l_s less a constant, and SE = sd(d_s) / sqrt(S) (`metrics.delta_gap_se`). The
-gradient is one backward pass through the f(E[w]) pass, batched over the classes, far cheaper than S more passes.
+gap's SE is the leave-one-out jackknife's (Efron & Tibshirani 1993, ch. 11): f at each mean of the
+weights without one sample, E[w]_(-s) = (S E[w] - w_s) / (S - 1), gives the gap without that sample,
+and the spread of those S gaps is its error (`metrics.jackknife_gap_se`). The S + 1 passes, f(E[w])
+and its S leave-one-out values, run as one batch of S + 1 rows (`leave_one_out_probs`), forward only,
+so the live page's exported graph (`bam_viz.inference.graph`) computes the same number.
 """
 
 from __future__ import annotations
@@ -64,24 +65,25 @@ def given_weights_pass(model, x: torch.Tensor, mask: torch.Tensor, weights: Mapp
 
 def mean_attention_probs(model, x, mask, sampled: Mapping[int, torch.Tensor],
                          hyper) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """f(E[w]) (C,) and, where S >= 2, each sample's slope l_s = grad f_c(E[w]) . (w_s - E[w]) (S, C),
-    from each attention-random layer's sampled weights `sampled[i]` (S, H, T, T). Probabilities."""
+    """f(E[w]) (C,) and, where S >= 2, f at each leave-one-out mean E[w]_(-s) (S, C), the Deng gap's
+    jackknife (`leave_one_out_probs`), from each attention-random layer's sampled weights
+    `sampled[i]` (S, H, T, T). Probabilities; one pass, in the caller's grad mode."""
     S = next(iter(sampled.values())).shape[0]
-    # Out of inference mode for the gradient: the cached states and samples are inference tensors,
-    # read here through copies.
-    with torch.inference_mode(False), torch.enable_grad():
-        means = {i: w.mean(0, keepdim=True).clone().requires_grad_(S >= 2) for i, w in sampled.items()}
-        probs = given_weights_pass(model, x.clone(), mask.clone(), means, hyper).softmax(-1)[0]   # (C,)
-        if S < 2:
-            return probs.detach(), None
-        C = probs.shape[0]
-        # The probabilities sum to 1, so their slopes sum to 0: the gradients of C - 1 of them give
-        # all, in one backward pass batched over the classes (vmap over the vector-Jacobian products).
-        per_layer = torch.autograd.grad(probs, list(means.values()), grad_outputs=torch.eye(C, dtype=probs.dtype,
-                                        device=probs.device)[: C - 1], is_grads_batched=True)
-    slopes = torch.zeros(S, C, dtype=torch.float64, device=probs.device)
-    for k, (i, m) in enumerate(means.items()):
-        g = per_layer[k].reshape(C - 1, -1)                                                # (C - 1, H T T)
-        slopes[:, : C - 1] += (sampled[i].reshape(S, -1) @ g.T - m.detach().reshape(1, -1) @ g.T).double()
-    slopes[:, C - 1] = -slopes[:, : C - 1].sum(1)
-    return probs.detach(), slopes
+    if S < 2:
+        return given_weights_pass(model, x, mask, sampled, hyper).softmax(-1)[0], None   # E[w] is the one sample
+    probs = leave_one_out_probs(model, x, mask, sampled, hyper)                         # (1 + S, C)
+    return probs[0], probs[1:]
+
+
+def leave_one_out_probs(model, x, mask, sampled: Mapping[int, torch.Tensor], hyper) -> torch.Tensor:
+    """f(E[w]) and f at each leave-one-out mean E[w]_(-s) = (S E[w] - w_s) / (S - 1), (1 + S, C)
+    probabilities (row 0 f(E[w])), from each attention-random layer's sampled weights `sampled[i]`
+    (S, H, T, T) with S >= 2: one pass of S + 1 rows, which an exported graph runs as it is
+    (`bam_viz.inference.graph`). Their jackknife is the Deng gap's SE (`metrics.jackknife_gap_se`)."""
+    S = next(iter(sampled.values())).shape[0]
+    if S < 2:
+        raise ValueError("a leave-one-out mean needs two samples")
+    given = {i: torch.cat([w.mean(0, keepdim=True), (w.sum(0, keepdim=True) - w) / (S - 1)])
+             for i, w in sampled.items()}
+    rows = S + 1
+    return given_weights_pass(model, x.expand(rows, -1, -1), mask.expand(rows, -1), given, hyper).softmax(-1)

@@ -28,7 +28,8 @@ class MonteCarloErrors:
 
     `p_target`: E[f(z)]_t, the mean of S values f(z_s)_t: sample sd / sqrt(S) (`metrics.mean_se`).
     `gap`: E[f(z)]_t - f(E[w])_t, Deng et al.'s gap. f(E[w]) is a function of the same S samples, so
-    the SE is the delta method's, from each sample's slope of f(E[w])_t (`metrics.delta_gap_se`).
+    the SE is the leave-one-out jackknife's, from f at each mean of the weights without one sample
+    (`metrics.jackknife_gap_se`).
     `gap_softmax`: E[f(z)]_t - f(softmax)_t. f(softmax) is one deterministic pass, so the gap is the
     mean of the paired differences d_s = f(z_s)_t - f(softmax)_t and its SE is sd(d_s) / sqrt(S)
     (`metrics.paired_gap_se`).
@@ -41,12 +42,13 @@ class MonteCarloErrors:
     """
     ESTIMATORS: ClassVar[dict[str, str]] = {
         "p_target": "sample sd of the S per-sample probabilities of the class / √S",
-        "gap": "delta method: sd of the S differences f(z_s) − ∇f(E[w])·(w_s − E[w]) / √S",
+        "gap": "jackknife, leaving out one attention sample at a time from E[f(z)] and from E[w]",
         "gap_softmax": "sd of the S paired differences f(z_s) − f(softmax) / √S",
         "mutual_information": "jackknife, leaving out one attention sample at a time",
     }
-    # The samples each error needs: a spread needs two; the MI jackknife three.
-    SAMPLES_NEEDED: ClassVar[dict[str, int]] = {"p_target": 2, "gap": 2, "gap_softmax": 2, "mutual_information": 3}
+    # The samples each error needs: a spread needs two; a jackknife three (at S = 2 each leave-one-out
+    # mean of the weights is the other sample, so f there is that sample's f and every replicate is 0).
+    SAMPLES_NEEDED: ClassVar[dict[str, int]] = {"p_target": 2, "gap": 3, "gap_softmax": 2, "mutual_information": 3}
     # The rows of `class_standard_errors`: the errors that are one per class.
     PER_CLASS: ClassVar[tuple[str, ...]] = ("p_target", "gap", "gap_softmax")
 
@@ -63,14 +65,15 @@ def _exact(samples: np.ndarray, stochastic: bool) -> bool:
     return not stochastic or (samples.shape[0] >= 2 and bool((samples == samples[0]).all()))
 
 
-def class_standard_errors(samples: np.ndarray, softmax_probs: np.ndarray, slopes: np.ndarray | None,
+def class_standard_errors(samples: np.ndarray, softmax_probs: np.ndarray, loo_probs: np.ndarray | None,
                           stochastic: bool) -> np.ndarray:
     """(3, C) the Monte Carlo standard errors of `MonteCarloErrors.PER_CLASS` (E[f(z)]_c, Deng's gap
     and the gap to the deterministic pass) for every class c, from S per-sample predictive
-    distributions `samples` (S, C), f(softmax) `softmax_probs` (C,) and f(E[w])'s slopes (S, C)
-    (`ExplainResult.mean_attention_slopes`; None where f(E[w]) is the deterministic pass: then both
-    gaps are one). NaN where not estimable (S < 2), 0 where exact (see `MonteCarloErrors`). Each
-    formula is a `bam_viz.core.metrics` function, which the corpus scorer's `gap_softmax_se` calls too."""
+    distributions `samples` (S, C), f(softmax) `softmax_probs` (C,) and f at each leave-one-out
+    mean of the weights (S, C) (`ExplainResult.mean_attention_loo_probs`; None where f(E[w]) is the
+    deterministic pass: then both gaps are one). NaN where not estimable (S < 2), 0 where exact (see
+    `MonteCarloErrors`). Each formula is a `bam_viz.core.metrics` function, which the corpus scorer's
+    `gap_softmax_se` calls too."""
     samples = np.asarray(samples, dtype=np.float64)
     S, C = samples.shape
     if _exact(samples, stochastic):
@@ -81,7 +84,10 @@ def class_standard_errors(samples: np.ndarray, softmax_probs: np.ndarray, slopes
     for c in range(C):
         p = samples[:, c]                                                         # (S,)
         paired = metrics.paired_gap_se(p, float(softmax_probs[c]))
-        deng = paired if slopes is None else metrics.delta_gap_se(p, np.asarray(slopes)[:, c])
+        if S < MonteCarloErrors.SAMPLES_NEEDED["gap"]:
+            deng = np.nan
+        else:
+            deng = paired if loo_probs is None else metrics.jackknife_gap_se(p, np.asarray(loo_probs)[:, c])
         out[:, c] = (metrics.mean_se(p), deng, paired)
     return out
 
@@ -170,10 +176,10 @@ class ExplainResult:
     # head the first time it is read.
     prior_sample_weights: torch.Tensor | None = field(default_factory=lambda: None)
     prior_sampler: Callable[[int, int], torch.Tensor] | None = field(default=None, repr=False, compare=False)
-    # (S, C) float64 grad f_c(E[w]) . (w_s - E[w]): how f(E[w]) moves with each sample, to first
-    # order, for the gap's SE (`bam_viz.inference.gaps`); None where f(E[w]) is the deterministic pass (no
-    # attention is drawn) or S < 2.
-    mean_attention_slopes: torch.Tensor | None = None
+    # (S, C) f at E[w]_(-s) = (S E[w] - w_s) / (S - 1), each stochastic layer's mean weights without
+    # sample s: the leave-one-out values of f(E[w]) whose jackknife is the gap's SE
+    # (`bam_viz.inference.gaps`); None where f(E[w]) is the deterministic pass (no attention is drawn) or S < 2.
+    mean_attention_loo_probs: torch.Tensor | None = None
     # Parameters of the unnormalised posterior q(S_ij) and of the prior p(S_ij), per layer, each
     # (L, H, T, T) (prior ones broadcast over queries). Keys by family:
     #   weibull:   posterior {"shape_k", "scale"}, prior {"alpha", "beta"} (Gamma concentration, rate)
@@ -304,9 +310,9 @@ class ExplainResult:
     def class_errors(self) -> np.ndarray:
         """(3, C) the Monte Carlo standard errors of E[f(z)] and both gaps for every class
         (`class_standard_errors`, rows `MonteCarloErrors.PER_CLASS`; NaN where not estimable)."""
-        slopes = None if self.mean_attention_slopes is None else self.mean_attention_slopes.double().numpy()
+        loo = None if self.mean_attention_loo_probs is None else self.mean_attention_loo_probs.double().numpy()
         return class_standard_errors(self._samples()[0], self.softmax_probs.detach().cpu().double().numpy(),
-                                     slopes, bool(self.stochastic_layers))
+                                     loo, bool(self.stochastic_layers))
 
     @cached_property
     def se(self) -> MonteCarloErrors:

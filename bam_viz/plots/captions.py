@@ -311,7 +311,7 @@ def se_help(result: ExplainResult, quantity: str) -> str:
 
 def monte_carlo_caption(result: ExplainResult) -> str:
     """Under the headline: whether Deng's gap E[f(z)] - f(E[w]) can be told from zero (its 95%
-    interval, t at S - 1 df times its delta-method SE `result.se.gap`), or why the errors are missing."""
+    interval, t at S - 1 df times its jackknife SE `result.se.gap`), or why the errors are missing."""
     se = result.se
     if not result.stochastic_layers:
         return "Deterministic attention: every number above is exact, with no Monte Carlo error."

@@ -225,7 +225,7 @@ class GapCase:
     mc_se: float                      # its standard error, sd / sqrt(S)
     mean_attention: float             # f(E[w]): the sampled attention layers at their Monte Carlo mean weights
     softmax: float                    # f(softmax): the deterministic pass, every stochastic layer at softmax(psi)
-    gap_se: float                     # delta-method SE of E[f(z)] - f(E[w]) (bam_viz.inference.gaps)
+    gap_se: float                     # jackknife SE of E[f(z)] - f(E[w]) (bam_viz.inference.gaps)
     gap_softmax_se: float             # SE of the S paired differences f(z_s) - f(softmax)
 
     @property
@@ -298,9 +298,9 @@ def _case(name, sampling, p: torch.Tensor, softmax: float, drawn: dict, model, x
     S = p.shape[0]
     paired = float(np.std(p - softmax, ddof=1) / math.sqrt(S))
     if drawn:
-        mean_probs, slopes = gaps.mean_attention_probs(model, x, mask, drawn, hyper)
+        mean_probs, loo_probs = gaps.mean_attention_probs(model, x, mask, drawn, hyper)
         mean_attention = float(mean_probs[POSITIVE])
-        gap_se = metrics.delta_gap_se(p, slopes[:, POSITIVE].cpu().numpy())
+        gap_se = metrics.jackknife_gap_se(p, loo_probs[:, POSITIVE].double().cpu().numpy())
     else:
         mean_attention, gap_se = softmax, paired
     return GapCase(name, tuple(sampling), float(p.mean()), float(np.std(p, ddof=1) / math.sqrt(S)), mean_attention,
