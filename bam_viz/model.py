@@ -338,12 +338,12 @@ class BamClassifier(nn.Module):
         return self.predict_samples(texts, n_samples=n_samples, seed=seed, **hyper).mean(1)
 
     def explain(self, text: str, n_samples: int = 32, seed: int = 0, *, cache: bool = True,
-                target: int | str | None = None, **hyper: float) -> ExplainResult:
+                target: int | str | None = None, rng: str = "torch", **hyper: float) -> ExplainResult:
         """Everything the explorer draws for one sentence, its one-class figures (gaps, errors) for
         `target` (a class name, an index, or None for the predicted class): see
         `bam_viz.inference.explain.explain`."""
         return explain(self, text, n_samples=n_samples, seed=seed, hyper=self.hyper(**hyper), cache=cache,
-                       target=target)
+                       target=target, rng=rng)
 
     def attribute(self, text: str, n_samples: int = 8, seed: int = 0, steps: int = 32,
                   target: int | str | None = None, layer: int | None = None, **hyper: float) -> Attribution:

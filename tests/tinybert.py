@@ -118,3 +118,17 @@ def make_tiny_bert(folder: str | Path, *, seed: int = 0, layers: int = 2, hidden
     else:
         write_tokenizer_json(root / "tokenizer.json", vocab)
     return root
+
+
+def make_tiny_bam(folder: str | Path, family: str = "weibull", *, seed: int = 0, classes=("a", "b", "c"),
+                  stochastic_layers=(1, 2)):
+    """A BamClassifier of `family` on a tiny random BERT written into `folder` (3 layers, hidden 32, 2 heads),
+    stochastic in `stochastic_layers`, its head drawn from `seed`: its frame graph exports in seconds."""
+    from bam_viz.model import BamClassifier, ModelConfig
+    from bam_viz.nn.attention import AttentionConfig
+
+    backbone = make_tiny_bert(Path(folder) / "bert", layers=3, hidden=32, heads=2, seed=seed)
+    torch.manual_seed(seed)
+    config = ModelConfig("tiny", AttentionConfig(family), classes=tuple(classes),
+                         stochastic_layers=tuple(stochastic_layers), dropout=0.0, backbone=str(backbone))
+    return BamClassifier(config).eval()

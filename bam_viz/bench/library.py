@@ -153,9 +153,10 @@ def run_bench(args) -> dict:
     from bam_viz import zoo
     from bam_viz.core.device import tune_allocator
     from bam_viz.core.grids import nearest_index
+    from bam_viz.inference import gaps
     from bam_viz.inference.attribution import attribute
     from bam_viz.live import grid as live
-    from bam_viz.nn.attention import Mode
+    from bam_viz.nn.attention import Mode, Trace
 
     model = zoo.load_model(args.model)
     args.tokens = args.tokens or 24
@@ -211,6 +212,12 @@ def run_bench(args) -> dict:
         def deterministic():
             model.upper(x, mask, mode=Mode.MEAN)
 
+        # f(E[w]) and its S leave-one-out values, the Deng gap's jackknife (one pass of S + 1 rows).
+        traces = model.upper(x, mask, n_samples=S, generator=g, trace=Trace.SAMPLES)[1]
+        drawn = {i: traces[i - (model.n_layers - len(traces))].weights for i in gaps.attention_random_layers(model)}
+        passes = {"leave_one_out_pass_ms": lambda: gaps.leave_one_out_probs(model, x, mask, drawn, model.hyper())} \
+            if drawn and S >= 2 else {}
+
         # End to end, from token ids: S complete single-sample forward passes (embeddings and all
         # six layers each time, as a model without the lower-layer cache or batching would run),
         # against the lower layers once and the batched S-sample pass.
@@ -228,7 +235,7 @@ def run_bench(args) -> dict:
 
             # The passes whose ratios are reported, timed in turns.
             **_interleaved_medians_ms({"batched_pass_ms": batched, "looped_passes_ms": looped,
-                                       "deterministic_pass_ms": deterministic,
+                                       "deterministic_pass_ms": deterministic, **passes,
                                        "batched_from_ids_ms": batched_from_ids,
                                        "looped_from_ids_ms": looped_from_ids}, args.repeats),
         }

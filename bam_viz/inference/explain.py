@@ -17,6 +17,7 @@ from bam_viz.core.cache import CACHE, WORK, explain_bytes
 from bam_viz.core.inputs import check_attention_budget, check_n_samples, check_seed, check_text
 from bam_viz.core.task import resolve_target
 from bam_viz.families import Hyper
+from bam_viz.families.sampling import PortableNoise
 from bam_viz.inference import gaps
 from bam_viz.inference.result import ExplainResult, Note
 from bam_viz.nn.attention import Mode, Trace
@@ -141,22 +142,35 @@ def deterministic_pass(model, lower: LowerStates, hyper: Hyper) -> tuple[torch.T
                     for i, t in enumerate(traces, start=len(lower.traces))]
 
 
+RNGS = ("torch", "portable")
+
+
+def sample_generator(rng: str, seed: int, device):
+    """What draws explain()'s samples: a torch.Generator ("torch", what `predict` uses) or the
+    portable stream (`bam_viz.families.sampling.PortableNoise`), the numbers the browser makes."""
+    if rng == "portable":
+        return PortableNoise(seed)
+    return torch.Generator(device=device).manual_seed(seed)
+
+
 def explain(model, text: str, n_samples: int = 32, seed: int = 0, hyper: Hyper | None = None,
-            cache: bool = True, target: int | str | None = None) -> ExplainResult:
+            cache: bool = True, target: int | str | None = None, rng: str = "torch") -> ExplainResult:
     """The `ExplainResult` of `model` on one sentence: S attention samples from a generator seeded
     with `seed` (consumed exactly as `predict` consumes it), the deterministic (softmax) pass, the
-    pass at the samples' mean weights with each sample's slope there (`bam_viz.inference.gaps`), the prior,
+    pass at the samples' mean weights and at each mean without one sample (`bam_viz.inference.gaps`), the prior,
     KL and the distributions' parameters per layer. `hyper`: the model's hyperparameters with
     any overrides (`model.hyper(...)`); None is the trained values. `cache` False: do not keep the
     S-sample pass for a later call (the live grid's frames are each made once). `target`: the class
     the one-class numbers are for, a name or an index of `model.classes`, or None (or "predicted")
     for the predicted class; it only picks columns, so `result.for_target(other)` is free and the
-    cache serves every class.
+    cache serves every class. `rng`: "torch" (the default) or "portable" (`sample_generator`).
 
     The call holds its estimated peak (`bam_viz.core.cache.explain_bytes`) of the process's working
     memory (`bam_viz.core.cache.WORK`) while it runs, so calls made at once wait rather than add up."""
     check_text(text)
     n_samples, seed = check_n_samples(n_samples), check_seed(seed)
+    if rng not in RNGS:
+        raise ValueError(f"rng must be one of {RNGS}, not {rng!r}")
     if target is not None and target != "predicted":
         resolve_target(model.classes, target)           # a bad class is refused before any work
     hyper = model.hyper() if hyper is None else hyper
@@ -166,12 +180,12 @@ def explain(model, text: str, n_samples: int = 32, seed: int = 0, hyper: Hyper |
     check_attention_budget(n_samples, model.n_layers, model.n_heads, len(lower.tokens))
     n_stochastic = len(stochastic_layers) if model.stochastic else 0
     with WORK.hold(explain_bytes(n_samples, model.n_layers, n_stochastic, model.n_heads, len(lower.tokens))):
-        return _explain(model, lower, n_samples, seed, hyper, cache, target)
+        return _explain(model, lower, n_samples, seed, hyper, cache, target, rng)
 
 
 @torch.inference_mode()
 def _explain(model, lower: LowerStates, n_samples: int, seed: int, hyper: Hyper, cache: bool,
-             target: int | str | None) -> ExplainResult:
+             target: int | str | None, rng: str) -> ExplainResult:
     family = model.attention_family
     stochastic_layers = model.config.stochastic_layers
     text = lower.original
@@ -179,12 +193,12 @@ def _explain(model, lower: LowerStates, n_samples: int, seed: int, hyper: Hyper,
     S = n_samples
     # The S-sample pass (most of explain's time) does not read the prior's hyperparameters, so
     # moving beta reuses it and recomputes only the one-row mean pass and the prior's draws.
-    key = (text, S, seed, hyper.posterior_part())
+    key = (text, S, seed, hyper.posterior_part(), rng)
     hit = model.explain_cache.sampled.get(key)
     if hit is None:
-        g = torch.Generator(device=model.device).manual_seed(seed)
+        g = sample_generator(rng, seed, model.device)
         logits, traces, _ = model.upper(x, mask, n_samples=S, generator=g, hyper=hyper, trace=Trace.SAMPLES)
-        # f(E[w]) and its slopes read the sampled weights alone: kept with them.
+        # f(E[w]) and its leave-one-out values read the sampled weights alone: kept with them.
         drawn = {i: traces[i - len(lower_traces)].weights for i in gaps.attention_random_layers(model)}
         mean_pass = gaps.mean_attention_probs(model, x, mask, drawn, hyper) if drawn else None
         hit = (logits, traces, mean_pass)
@@ -195,7 +209,7 @@ def _explain(model, lower: LowerStates, n_samples: int, seed: int, hyper: Hyper,
     sample_probs = logits.softmax(-1).float()                                   # (S, C)
     softmax_probs = mf_logits.softmax(-1)[0].float()
     # No attention drawn (MC dropout, softmax): E[z] keeps the deterministic pass (bam_viz.inference.gaps).
-    mean_attention_probs, slopes = mean_pass if mean_pass is not None else (softmax_probs, None)
+    mean_attention_probs, loo_probs = mean_pass if mean_pass is not None else (softmax_probs, None)
 
     has_prior = family.stochastic    # a deterministic family has no prior: prior panels repeat the posterior
     alias = {} if has_prior else {"prior_weights": "softmax_weights", "prior_sample_weights": "weights"}
@@ -247,7 +261,7 @@ def _explain(model, lower: LowerStates, n_samples: int, seed: int, hyper: Hyper,
         prior_weights=per_layer("prior_weights", False), prior_sampler=prior_draws, kl=kl,
         sample_probs=sample_probs.cpu(), mc_probs=sample_probs.mean(0).cpu(), softmax_probs=softmax_probs.cpu(),
         mean_attention_probs=mean_attention_probs.float().cpu(),
-        mean_attention_slopes=None if slopes is None else slopes.cpu(),
+        mean_attention_loo_probs=None if loo_probs is None else loo_probs.float().cpu(),
         posterior_params=post, prior_params=prior, notes=notes, target=target,
         attention_dropout=model.attention_dropout,
     )
