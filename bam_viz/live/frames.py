@@ -44,11 +44,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from bam_viz.core.labels import LABELS
+from bam_viz.core.metrics import MI_ROUNDING
+from bam_viz.inference.result import MonteCarloErrors
 from bam_viz.inference.rows import RowSummary
+from bam_viz.live.wire import FLOAT32_LIMIT
 
 MAP_SAMPLES = 3                 # sampled maps drawn beside the mean, softmax and std maps: two rows of three
 # The headline's numbers per frame and class (`bam_viz.inference.gaps` defines them): the class's E[f(z)]
-# and its SE; f(E[w]) and Deng's gap with its delta-method SE; f(softmax) and the gap against it with
+# and its SE; f(E[w]) and Deng's gap with its jackknife SE; f(softmax) and the gap against it with
 # its paired SE; then what is one for every class: the bias-corrected mutual information, its SE and
 # the interval shown, and the entropy bar's total H[E p] and parts, the expected entropy and the plug-in
 # mutual information (`bam_viz.plots.wording.EntropyParts`).
@@ -57,6 +61,10 @@ STATS = ("p_mc", "p_se", "p_mean_attention", "gap", "gap_se", "p_softmax", "gap_
 # Per frame and stochastic layer: the Monte Carlo mean of the sampled weights, their std, 5% and 95%
 # quantiles, then MAP_SAMPLES sampled maps. The softmax map (the deterministic pass) is per grid.
 MAP_KINDS = ("mean", "std", "q05", "q95")
+# The inside panel's first maps (title, colour scale), then the sampled ones.
+MAP_PANELS = ((LABELS["posterior_mean"], "weight"), (LABELS["softmax_weights"], "weight"), (LABELS["std"], "std"))
+# The band a frame's maps (MAP_KINDS' q05 and q95) and the predictive distribution's bars show of the samples.
+QUANTILES = (0.05, 0.95)
 WORKER_THREADS = 2              # background frames made at once in the worker
 NOW_THREADS = 2                 # and frames a request waits for: under a class most releases land on one not made
 WORKER_WORK_MB = 192            # the worker's own working-memory budget ($BAM_VIZ_WORK_MB there)
@@ -212,27 +220,44 @@ def caption_rows(summary: RowSummary) -> RowSummary:
     return RowSummary(summary.top.astype(np.int16), *(a.astype(np.float32) for a in summary[1:]))
 
 
+def window_maps(w: torch.Tensor) -> torch.Tensor:
+    """(H, 4 + MAP_SAMPLES', W, W) float32 of one layer's sampled weights `w` (S, H, W, W) in the token
+    window: MAP_KINDS (the mean, the std with ddof 1, 0 for one sample, the QUANTILES by `quantiles`),
+    then the first MAP_SAMPLES samples (MAP_SAMPLES' = min(MAP_SAMPLES, S)). The page's script makes
+    the same from a frame graph's weights (views/live/frame.js)."""
+    S = w.shape[0]
+    # NumPy: torch's std over a strided first dimension is slow; one copy serves the mean and std.
+    drawn = w.numpy()
+    mean = torch.from_numpy(drawn.mean(0, dtype=np.float64)).float()           # (H, W, W) E[w] in the window
+    std = torch.from_numpy(drawn.std(0, ddof=1)) if S > 1 else torch.zeros_like(w[0])
+    q = quantiles(w, QUANTILES)
+    return torch.stack([mean, std, q[0], q[1], *w[:MAP_SAMPLES]], 1)
+
+
+def frame_rules() -> dict:
+    """What the page's script reduces a frame graph's outputs by as `make_frame` and the payloads do
+    (views/live/frame.js: frameFromOutputs, summaryArrays, insideArrays), each from its one home, as JSON:
+    the `stats` columns, the sampled maps a frame keeps, MAP_KINDS, the inside maps' first panels, the MI's
+    rounding to 0, what float32 clips to, the QUANTILES and the samples each Monte Carlo error needs."""
+    return {"stats": list(STATS), "map_samples": MAP_SAMPLES, "map_kinds": list(MAP_KINDS),
+            "map_panels": len(MAP_PANELS), "mi_rounding": MI_ROUNDING, "float32_limit": FLOAT32_LIMIT,
+            "quantiles": list(QUANTILES), "samples_needed": dict(MonteCarloErrors.SAMPLES_NEEDED)}
+
+
 def make_frame(model, text: str, n_samples: int, seed: int, hyper: dict, window: list[int],
-               weights: bool = False) -> FrameParts:
+               weights: bool = False, rng: str = "torch") -> FrameParts:
     """`explain()` at `hyper`, reduced to a frame: the headline's estimates and Monte Carlo errors for
     every class (`class_stats`), each sample's predictive distribution, the spread, and every
-    stochastic head's mean, std, 5% and 95% maps and MAP_SAMPLES sampled maps in the token `window`.
-    A frame serves every class: which one the page shows is picked when a payload is packed."""
-    r = model.explain(text, n_samples=n_samples, seed=seed, cache=False, **hyper)
+    stochastic head's `window_maps` in the token `window`, as float16. A frame serves every class:
+    which one the page shows is picked when a payload is packed. `rng`: explain()'s generator."""
+    r = model.explain(text, n_samples=n_samples, seed=seed, cache=False, rng=rng, **hyper)
     stats = class_stats(r)
     idx = torch.tensor(window)
     maps, rows = {}, {}
     for layer in r.stochastic_layers:
         rows[layer] = (caption_rows(r.row_summary(layer, window)), r.map_summary(layer, window))
         w = r.sample_weights[:, layer][:, :, idx][:, :, :, idx]                    # (S, H, W, W)
-        S = w.shape[0]
-        # NumPy: torch's std over a strided first dimension is slow; one copy serves the mean and std.
-        drawn = w.numpy()
-        mean = torch.from_numpy(drawn.mean(0, dtype=np.float64)).float()           # (H, W, W) E[w] in the window
-        std = torch.from_numpy(drawn.std(0, ddof=1)) if S > 1 else torch.zeros_like(w[0])
-        q = quantiles(w, (0.05, 0.95))
-        parts = [mean, std, q[0], q[1], *w[:MAP_SAMPLES]]
-        maps[layer] = torch.stack(parts, 1).half().numpy()                        # (H, K, W, W)
+        maps[layer] = window_maps(w).half().numpy()                               # (H, K, W, W)
     return FrameParts(stats=stats, p_samples=r.sample_probs.float().numpy().copy(),
                       spread=r.spread.double().numpy(), maps=maps, rows=rows,
                       softmax_weights=r.softmax_weights.clone() if weights else None,

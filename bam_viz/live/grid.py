@@ -42,7 +42,9 @@ from bam_viz.inference.explain import PriorDraws, deterministic_pass, lower_stat
 from bam_viz.inference.result import log10_density, log10_ranges
 from bam_viz.live.frames import (
     FRAME_TIMEOUT_S,
+    MAP_PANELS,  # noqa: F401  (read as live.*)
     MAP_SAMPLES,  # noqa: F401  (read as live.*)
+    QUANTILES,
     REQUESTS,
     STATS,
     Frame,
@@ -52,7 +54,7 @@ from bam_viz.live.frames import (
     quantiles,
     samples_drawn,
 )
-from bam_viz.live.payloads import MAP_PANELS, inside_payload, page_style, summary_payload  # noqa: F401  (live.*)
+from bam_viz.live.payloads import inside_payload, page_style, summary_payload  # noqa: F401  (live.*)
 from bam_viz.live.result import FrameResult  # noqa: F401  (read as live.*)
 from bam_viz.live.scheduler import FRAME_WORKER_ENV, FRAMES, POLL_MAX_S, WORKERS, wait_idle  # noqa: F401
 from bam_viz.live.wire import FLOAT32_LIMIT, finite32, pack, unpack  # noqa: F401
@@ -381,7 +383,7 @@ class LiveGrid:
                 g = torch.Generator(device=log_pi.device).manual_seed(PriorDraws.stream_seed(self.seed, layer, head))
                 draws = self.family.sample_prior(log_pi.expand(S, 1, 1, T), self.hyper_at(0, j), None, g)
                 drawn = draws[:, 0, 0].double()
-                q = quantiles(drawn, (0.05, 0.95))
+                q = quantiles(drawn, QUANTILES)
                 out[j, 0], out[j, 1], out[j, 2] = drawn.mean(0).numpy(), q[0].numpy(), q[1].numpy()
         return out
 

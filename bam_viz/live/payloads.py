@@ -16,7 +16,7 @@ from bam_viz.core.metrics import interval_multiplier
 from bam_viz.core.task import entropy_bound
 from bam_viz.core.text import display_token
 from bam_viz.inference.result import MonteCarloErrors
-from bam_viz.live.frames import MAP_SAMPLES, STATS, samples_drawn
+from bam_viz.live.frames import MAP_PANELS, MAP_SAMPLES, QUANTILES, STATS, samples_drawn
 from bam_viz.live.wire import FLOAT32_LIMIT, finite32, pack
 from bam_viz.plots.captions import gap_sentence
 from bam_viz.plots.format import SE_DIGITS, SE_MAX_DIGITS, samples_needed
@@ -33,11 +33,7 @@ from bam_viz.plots.style import (
     WEIGHT_SCALE,
 )
 
-__all__ = ["MAP_PANELS", "inside_payload", "page_style", "summary_payload"]
-
-# The maps panel's first maps (title, colour scale), then the sampled ones.
-MAP_PANELS = ((LABELS["posterior_mean"], "weight"), (LABELS["softmax_weights"], "weight"), (LABELS["std"], "std"))
-
+__all__ = ["inside_payload", "page_style", "summary_payload"]
 
 def _slider(spec, values, trained, current: int) -> dict | None:
     if spec is None:
@@ -111,8 +107,34 @@ def _summary_arrays(grid, frames: list, t: int) -> dict:
         if f is not None:
             stats[i], p[i, : f.n_samples] = f.stats[t], f.p_samples[:, t]
             classes[i, 0], classes[i, 3] = f.stats[:, mc], f.stats[:, soft]
-            classes[i, 1:3] = np.quantile(f.p_samples.astype(np.float64), (0.05, 0.95), axis=0)
+            classes[i, 1:3] = np.quantile(f.p_samples.astype(np.float64), QUANTILES, axis=0)
     return {"stats": finite32(stats), "p_samples": finite32(p), "class_probs": finite32(classes)}
+
+
+def _inside_frame_arrays(grid, frames: list, layer: int, head: int, query: int) -> dict:
+    """`inside_payload`'s arrays that its frames make, for one layer, head and query (the page's script
+    makes the same from a frame graph's outputs: views/live/frame.js): `maps` (G, len(MAP_PANELS) + k,
+    W, W) float32, `post_row` (G, 4, W) (`LiveGrid.posterior_row`) and `spread` (G, L, H); NaN rows,
+    and maps of zeros beside softmax(psi), for the frames not made."""
+    G, W = len(grid.values), len(grid.window)
+    L, H = grid.model.n_layers, grid.model.n_heads
+    k = min(MAP_SAMPLES, grid.n_samples)
+    softmax_map = grid.softmax_weights[layer, head][grid.window][:, grid.window].numpy()
+    maps = np.zeros((G, len(MAP_PANELS) + k, W, W), dtype=np.float32)
+    maps[:, 1] = softmax_map
+    spread = np.full((G, L, H), np.nan)
+    post_row = np.full((G, 4, W), np.nan)
+    for i, f in enumerate(frames):
+        if f is None:
+            continue
+        spread[i] = f.spread
+        post_row[i] = grid.posterior_row(i, layer, head, query)
+        if layer in f.maps:
+            m = f.maps[layer][head]
+            maps[i, 0], maps[i, 2], maps[i, 3:] = m[0], m[1], m[4 : 4 + k]
+        else:                                  # deterministic: every sample, and so their mean, is softmax
+            maps[i, 0], maps[i, 3:] = softmax_map, softmax_map
+    return {"maps": maps, "post_row": finite32(post_row), "spread": finite32(spread)}
 
 
 def inside_payload(grid, current: int, prior_current: int, layer: int, head: int, query: int,
@@ -121,30 +143,19 @@ def inside_payload(grid, current: int, prior_current: int, layer: int, head: int
     of both sliders: bars, the key's densities, the maps, and the layer x head spread and KL."""
     G, B = len(grid.values), len(grid.prior_values)
     L, H = grid.model.n_layers, grid.model.n_heads
-    W = len(grid.window)
     k = min(MAP_SAMPLES, grid.n_samples)
-    softmax_map = grid.softmax_weights[layer, head][grid.window][:, grid.window].numpy()
-    # float16 goes as u2, which carries [0, 1] (`wire.pack`): a weight that dropout scaled past 1
-    # (`attention_dropout`) goes as float32, so that the page shows it as it is
-    maps = np.zeros((G, len(MAP_PANELS) + k, W, W), dtype=np.float32 if grid.model.attention_dropout else np.float16)
-    maps[:, 1] = softmax_map
-    spread = np.full((G, L, H), np.nan)
     kl = np.full((G, B, L, H), np.nan)
-    post_row = np.full((G, 4, W), np.nan)
     frames = list(grid.frames)
     drawn = samples_drawn(frames)
     for i, f in enumerate(frames):
-        if f is None:
-            continue
-        spread[i], kl[i] = f.spread, f.kl
-        post_row[i] = grid.posterior_row(i, layer, head, query)
-        if layer in f.maps:
-            m = f.maps[layer][head]
-            maps[i, 0], maps[i, 2], maps[i, 3:] = m[0], m[1], m[4 : 4 + k]
-        else:                                  # deterministic: every sample, and so their mean, is softmax
-            maps[i, 0], maps[i, 3:] = softmax_map, softmax_map
-    arrays = {"maps": maps, "post_row": finite32(post_row), "prior_row": grid.prior_rows(layer, head, query),
-              "spread": finite32(spread), "kl": finite32(kl)}
+        if f is not None:
+            kl[i] = f.kl
+    arrays = _inside_frame_arrays(grid, frames, layer, head, query)
+    # float16 goes as u2, which carries [0, 1] (`wire.pack`): a weight that dropout scaled past 1
+    # (`attention_dropout`) goes as float32, so that the page shows it as it is
+    if not grid.model.attention_dropout:
+        arrays["maps"] = arrays["maps"].astype(np.float16)
+    arrays |= {"prior_row": grid.prior_rows(layer, head, query), "kl": finite32(kl)}
     densities = grid.densities(layer, head, query, key)
     if densities is not None:
         arrays["post_density"], arrays["prior_density"] = (finite32(d) for d in densities)

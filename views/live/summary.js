@@ -148,7 +148,7 @@ export class SummaryView extends PayloadView {
     setText(mean.value, num(st.p_mean_attention, NaN));
     setText(mean.sub, "one pass, E[w] over the samples");
     setText(gap.value, finite(st.gap) ? signedAt(st.gap, st.gap_se, rule) : "…");
-    setText(gap.sub, `${err(st.gap_se, "gap")}${stochastic && finite(st.gap_se) ? " (delta method)" : ""}`);
+    setText(gap.sub, `${err(st.gap_se, "gap")}${stochastic && finite(st.gap_se) ? " (jackknife)" : ""}`);
     setText(soft.value, num(st.p_softmax, NaN));
     setText(soft.sub, finite(st.gap_softmax)
       ? `gap ${signedAt(st.gap_softmax, st.gap_softmax_se, rule)} ${err(st.gap_softmax_se, "gap_softmax")}` : "…");
