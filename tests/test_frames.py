@@ -248,8 +248,11 @@ def test_the_mode_is_read_from_the_environment(monkeypatch):
     assert scheduler.worker is None
     other = scheduling.FrameScheduler()
     monkeypatch.setenv(live.FRAME_WORKER_ENV, "gpu")
-    with pytest.raises(ValueError, match="threads' or 'process'"):
+    with pytest.raises(ValueError, match="one of threads, process, browser, not 'gpu'"):
         _ = other.worker
+    monkeypatch.setenv(live.FRAME_WORKER_ENV, "browser")
+    browser = scheduling.FrameScheduler()
+    assert browser.in_browser and browser.worker is None
 
 
 @pytest.mark.parametrize("n_classes", [2, 3, 50])

@@ -522,3 +522,30 @@ def test_marginals_stack_only_when_alike():
     np.testing.assert_allclose(stacked.ppf([0.001, 0.999]), [m.ppf([0.001, 0.999]) for m in ms], rtol=1e-12)
     assert Marginal.stack([*ms, Marginal(stats.gamma, a=2.0, scale=1.0)]) is None
     assert Marginal.stack([]) is None
+
+
+def test_a_grid_whose_pages_make_its_frames_sends_what_they_need_and_no_frame(model):
+    """$BAM_VIZ_FRAME_WORKER=browser: the server makes only the frame its captions read, by the page's
+    generator (so the captions quote the page's numbers), queues nothing, and its payloads carry no frame
+    but the states, each value's hyperparameters, the KL at every value and the head's softmax(psi)."""
+    scheduling.FRAMES.use("browser")
+    try:
+        grid = live.LiveGrid(model, "a quietly moving film", 4, 3)
+        grid.start(5)
+    finally:
+        scheduling.FRAMES.use("threads")
+    assert grid.in_browser and [i for i, f in enumerate(grid.frames) if f is not None] == [5]
+    assert scheduling.FRAMES.idle
+    want = frames.make_frame(model, grid.text, 4, 3, dict(grid.hyper_at(5)), grid.window, rng="portable")
+    np.testing.assert_array_equal(grid.frames[5].stats, want.stats)
+    header, arrays = live.unpack(live.summary_payload(grid, 5))
+    assert header["ready"] == [False] * len(grid.values) and np.isnan(arrays["stats"]).all()
+    np.testing.assert_array_equal(arrays["states"], lower_states(model, grid.text).x[0].numpy())
+    here = header["frames_here"]
+    assert here["sentence"] == header["sentence"] == grid.sentence_key and here["seed"] == "3"
+    assert [v["shape_k"] for v in here["values"]] == pytest.approx(grid.values)
+    assert here["rules"] == frames.frame_rules() and here["interval_z"] == pytest.approx(interval_multiplier(4))
+    header, arrays = live.unpack(live.inside_payload(grid, 5, 2, 3, 1, 2, 1))
+    assert header["sentence"] == grid.sentence_key and header["ready"] == [False] * len(grid.values)
+    np.testing.assert_allclose(arrays["kl"], grid.kl_tables(), rtol=1e-6)
+    assert np.isfinite(arrays["kl"]).all() and arrays["softmax"].shape == (grid.T, grid.T)

@@ -9,7 +9,7 @@ from bam_viz.core.grids import nearest_index
 from bam_viz.live import grid as live
 from bam_viz.plots import captions
 from bam_viz.plots.wording import Facts
-from views import state
+from views import runtime, state
 
 
 def summary_captions(result, grid) -> dict:
@@ -49,9 +49,11 @@ def summary_bytes(grid, result, post: int, prior: int, presentation: bool, run: 
     # While the grid is being made, the page asks for new frames after `ms` (its poll), from the load
     # now (`FrameScheduler.poll_interval`); `run` makes every answer's bytes new, so that the page sets
     # its timer again.
-    poll = {"ms": 0 if grid.complete else round(1000 * live.FRAMES.poll_interval()), "run": run}
+    poll = {"ms": 0 if grid.complete or grid.in_browser else round(1000 * live.FRAMES.poll_interval()), "run": run}
     extra = {"captions": summary_captions(result, grid), "captions_at": [post, prior],
              "presentation": presentation, "poll": poll, "route": route}
+    if grid.in_browser:
+        extra["frame_graph"] = runtime.frame_graph(grid.model, grid.n_samples)
     return live.summary_payload(grid, post, extra, target=result.target)
 
 

@@ -19,6 +19,7 @@ import os
 import shutil
 import threading
 import time
+import weakref
 from pathlib import Path
 
 from views.components import HASH_CHARS, STATIC, app_path, hashed_copy
@@ -34,6 +35,7 @@ GRAPH_FILES = ("frame.onnx", "frame.json")               # the graph and its man
 # run of any page that shows that model links it again.
 GRAPH_KEEP_S = 24 * 3600.0
 _publishing = threading.Lock()
+_graphs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()     # model -> {S: `frame_graph`'s answer}
 
 
 class RuntimeMissing(RuntimeError):
@@ -66,6 +68,22 @@ def _published(package: Path, folder: Path) -> str:
         raise RuntimeMissing(f"The browser runtime onnxruntime-web {wanted} is missing from node_modules/ "
                              f"({found}): run `make install`.")
     return hashed_copy(files, folder)
+
+
+def frame_graph(model, n_samples: int) -> dict:
+    """What a page that makes its own frames loads (views/live/local.js): {"runtime": the runtime module's
+    URL, "graph": the graph file's, "manifest": its frame.json}, or {"problem": one line} where the runtime
+    or the graph cannot be had. Kept per model and S while the model lives: the weights are hashed once."""
+    known = _graphs.setdefault(model, {})
+    if n_samples not in known:
+        try:
+            url = graph_url(model, n_samples)
+            manifest = json.loads((GRAPHS / url.rstrip("/").rsplit("/", 1)[-1] / GRAPH_FILES[1]).read_text("utf-8"))
+            known[n_samples] = {"runtime": runtime_url() + ENTRY, "graph": url + manifest["graph"],
+                                "manifest": manifest}
+        except (RuntimeMissing, GraphUnavailable) as err:
+            return {"problem": str(err)}            # not kept: `make install` may come while the server runs
+    return known[n_samples]
 
 
 def graph_url(model, n_samples: int = 32) -> str:

@@ -18,14 +18,15 @@ every layer, whatever k), so one pass serves every (posterior, prior) pair. The 
 use that pass's prior, where `explain()` draws the prior of each sample's keys above the first
 stochastic layer (for the first, the two agree).
 
-A frame holds every class (`bam_viz.live.frames.class_stats`): the class the summary shows, its
-`target`, is picked when the payload is packed, so choosing another class on the page makes no frame
-again. `bam_viz.live.payloads` packs what the page's two chart components draw from it, in the format of
-`bam_viz.live.wire`.
+A frame holds every class (`frames.class_stats`): the summary's class is picked when a payload is packed
+(`bam_viz.live.payloads`). Where each page makes its own frames (`FRAMES.in_browser`), a grid makes only
+those its captions read, and its payloads carry what the page's frame graph needs instead of frames.
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
 import threading
 import time
 from contextlib import nullcontext
@@ -35,6 +36,7 @@ import torch
 
 from bam_viz.core.grids import with_value
 from bam_viz.core.inputs import check_n_samples, check_seed, check_text
+from bam_viz.core.metrics import interval_multiplier
 from bam_viz.core.task import resolve_target
 from bam_viz.families.base import Marginal
 from bam_viz.families.sampling import masked_log_softmax
@@ -50,6 +52,7 @@ from bam_viz.live.frames import (
     Frame,
     FrameParts,
     WorkerGone,
+    frame_rules,
     make_frame,
     quantiles,
     samples_drawn,
@@ -123,6 +126,12 @@ class LiveGrid:
         self.encoded, self.truncated, self.notes = lower.text, lower.truncated, result_notes(model, lower)
         self.window = list(range(self.T)) if window is None else [int(i) for i in window]
         self.frames: list[Frame | None] = [None] * len(self.values)
+        # Each page computes this grid's frames (FRAMES.in_browser): the server makes only the frames its
+        # captions read, by the page's generator (explain's rng="portable"), and sends none of them.
+        self.in_browser = FRAMES.in_browser and n_samples >= 2      # a frame graph draws 2 samples or more
+        self.sentence_key = hashlib.sha256(repr((model.name, id(model), text, n_samples, seed, self.window,
+                                                 self.others)).encode()).hexdigest()[:16]
+        self.states = lower.x
         self._lock = threading.Lock()
         self._making: set[int] = set()                    # frames a background thread is making
         self._asked: dict[int, threading.Event] = {}      # frames a request is making: set when made
@@ -228,6 +237,9 @@ class LiveGrid:
         weights = self.softmax_weights is None
         first = now and not any(self.ready)       # its page has nothing to draw yet: ahead of releases
         worker, origin = FRAMES.worker, getattr(self.model, "origin", None)
+        if self.in_browser:
+            return self._store(i, make_frame(self.model, self.text, self.n_samples, self.seed, hyper, self.window,
+                                             weights=weights, rng="portable"))
         if worker is not None and origin is not None:
             try:
                 parts = worker.submit(self.model, self.text, self.n_samples, self.seed, hyper, self.window,
@@ -283,6 +295,8 @@ class LiveGrid:
         make are ordered again around it, the side it moved to first, and this grid's turn comes next."""
         self.touched = time.monotonic()
         self.frame(current)
+        if self.in_browser:
+            return
         with self._lock:
             moved = self._around is not None and current != self._around
             step = current - self._around if moved else 1
@@ -307,10 +321,33 @@ class LiveGrid:
     def touch(self) -> None:
         """Someone still wants this grid: resume it if its workers gave it up as abandoned."""
         self.touched = time.monotonic()
-        if not self.started and not self.complete:
+        if not self.started and not self.complete and not self.in_browser:
             made = [i for i, f in enumerate(self.frames) if f is not None]
             if made:
                 self._launch(self._around if self._around is not None else made[0])
+
+    def served_frames(self) -> list[Frame | None]:
+        """The frames a payload carries: those made (a snapshot), or none where the page makes its own."""
+        return [None] * len(self.frames) if self.in_browser else list(self.frames)
+
+    def kl_tables(self) -> np.ndarray:
+        """(G, B, L, H) `kl_table` at every posterior value, made once (closed form: no frame needed)."""
+        return self.memo("kl", (), lambda: np.stack([self.kl_table(i) for i in range(len(self.values))]))
+
+    def browser_frames(self) -> dict:
+        """What a page needs to make this grid's frames with the model's frame graph (views/live/local.js):
+        the graph's hyperparameters at each posterior value, the seed (a string: JSON stops at 2**53), S,
+        `frame_rules`, f(softmax), the window, the MI interval's multiplier; the states go as an array."""
+        from bam_viz.inference.graph import posterior_names
+
+        names = posterior_names(self.model)
+        z = interval_multiplier(self.n_samples)
+        values = [{n: float(self.hyper_at(i)[n]) for n in names} for i in range(len(self.values))]
+        return {"sentence": self.sentence_key, "values": values,
+                "seed": str(self.seed), "n_samples": self.n_samples, "rules": frame_rules(),
+                "softmax_probs": [float(p) for p in self.softmax_probs], "window": list(self.window),
+                "stochastic": bool(self.stochastic_layers), "interval_z": z if math.isfinite(z) else None,
+                "layers": self.model.n_layers, "heads": self.model.n_heads}
 
     @property
     def ready(self) -> list[bool]:

@@ -77,10 +77,13 @@ def summary_payload(grid, current: int, extra: dict | None = None,
     under 2 samples): the page's band and gap sentence read it, a preview's wider than a whole frame's."""
     C = len(grid.classes)
     t = grid.target_at(current, target)
-    frames = list(grid.frames)                       # one snapshot for the header and the arrays
+    frames = grid.served_frames()                    # one snapshot for the header and the arrays
     drawn = samples_drawn(frames)
     ready = [n > 0 for n in drawn]
     arrays = grid.memo("summary", (tuple(drawn), t), lambda: _summary_arrays(grid, frames, t), keep=2)
+    if grid.in_browser:                              # the page makes the frames: it is sent what they need
+        arrays = arrays | {"states": grid.states[0].float().numpy()}                       # (T, hidden)
+        extra = {"frames_here": grid.browser_frames(), "sentence": grid.sentence_key, **(extra or {})}
     header = {
         "kind": "summary", "id": _digest("summary", id(grid), drawn, t), "ready": ready, "frame_samples": drawn,
         "frame_interval_z": [z if math.isfinite(z := interval_multiplier(n)) else None for n in drawn],
@@ -145,12 +148,16 @@ def inside_payload(grid, current: int, prior_current: int, layer: int, head: int
     L, H = grid.model.n_layers, grid.model.n_heads
     k = min(MAP_SAMPLES, grid.n_samples)
     kl = np.full((G, B, L, H), np.nan)
-    frames = list(grid.frames)
+    frames = grid.served_frames()
     drawn = samples_drawn(frames)
     for i, f in enumerate(frames):
         if f is not None:
             kl[i] = f.kl
     arrays = _inside_frame_arrays(grid, frames, layer, head, query)
+    if grid.in_browser:                    # the page makes the frames: the KL and this head's softmax(psi)
+        kl = grid.kl_tables()
+        arrays["softmax"] = grid.softmax_weights[layer, head].float().numpy()            # (T, T)
+        extra = {"sentence": grid.sentence_key, **(extra or {})}
     # float16 goes as u2, which carries [0, 1] (`wire.pack`): a weight that dropout scaled past 1
     # (`attention_dropout`) goes as float32, so that the page shows it as it is
     if not grid.model.attention_dropout:

@@ -48,10 +48,17 @@ class FrameScheduler:
         """The worker process's handle when frames are made in one ($FRAME_WORKER_ENV read once)."""
         if self._mode is None:
             mode = os.environ.get(FRAME_WORKER_ENV, "threads").strip().lower()
-            if mode not in ("threads", "process"):
-                raise ValueError(f"${FRAME_WORKER_ENV} is 'threads' or 'process', not {mode!r}")
+            if mode not in MODES:
+                raise ValueError(f"${FRAME_WORKER_ENV} is one of {', '.join(MODES)}, not {mode!r}")
             self.use(mode)
         return self._worker
+
+    @property
+    def in_browser(self) -> bool:
+        """Whether each page computes its grid's frames itself (the mode "browser"): the server makes
+        only the frame a run's or a release's captions read, and nothing in the background."""
+        _ = self.worker
+        return self._mode == "browser"
 
     def prepare(self, model) -> None:
         """Call once when a model is loaded, before any thread uses it: with a worker process, its
@@ -65,7 +72,8 @@ class FrameScheduler:
             threading.Thread(target=self.worker.ensure, name="bam-viz-worker-start", daemon=True).start()
 
     def use(self, mode: str) -> None:
-        """Make background frames in this process's threads ("threads") or in a worker process."""
+        """Make background frames in this process's threads ("threads"), in a worker process ("process"),
+        or none: each page makes its own ("browser")."""
         with self._cond:
             old, self._mode = self._worker, mode
             self._worker = FrameWorker() if mode == "process" else None
@@ -75,7 +83,8 @@ class FrameScheduler:
     def add(self, grid, order: list[int], first: bool = False) -> None:
         """Make `grid`'s frames `order` in the background, in that order, in place of any it had
         queued; its turn comes after every other grid's, or next (`first`: its user just moved)."""
-        _ = self.worker                           # the mode, read once before any frame is handed out
+        if self.in_browser:                       # the mode, read once before any frame is handed out
+            return
         with self._cond:
             self._turns = deque(t for t in self._turns if t[0] is not grid)
             if order:
@@ -190,6 +199,7 @@ POLL_COST_S = 0.08               # the server's time for one poll, a fragment re
 POLL_SHARE = 0.25                # of one core, what a class's polls may take together
 POLL_MAX_S = 6.0                 # the longest between two polls (a grid is given up after IDLE_S: more)
 FRAME_WORKER_ENV = "BAM_VIZ_FRAME_WORKER"
+MODES = ("threads", "process", "browser")
 YIELD_S = 0.25                   # the longest a background frame waits for requests being answered
 STOP_TIMEOUT_S = 30.0            # at exit, the longest the frames being made are waited for (`FrameScheduler.stop`)
 

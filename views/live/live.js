@@ -20,6 +20,8 @@
 //   payload.js  the wire format (bam_viz/live/wire.py)
 //   latest.js   which served payload a chart view draws, and its fetch tried again when it fails
 //   route.js    a release or a poll answered by the server's live route, without a run of the page
+//   local.js    the frames this browser makes where the server makes none (frame_worker.js runs the
+//               model's graph with engine.js and random.js; frame.js reduces its outputs)
 //   indices.js  indices on a slider's grid of values
 //   format.js   numbers and tokens as text
 // The pure modules (format, payload, latest, indices, scale, style) and classes.js's rule have unit tests in tests/js/.

@@ -203,8 +203,9 @@ export class SummaryView extends PayloadView {
     const xTicks = log ? logTicks(lo, hi, box.w) : linearTicks(lo, hi, Math.max(2, Math.floor(box.w / 70)));
     const xs = values.map(sx);
     const c = this.style.colours;
-    // the curves depend on the payload alone: drawn once, copied on every slider move
-    this.sweep.layer(g, `${this.h.id}|${this.themeKey}|${g.s}`, (lg) => {
+    // the curves depend on the payload (and the frames this browser made, `filled`) alone: drawn once,
+    // copied on every slider move
+    this.sweep.layer(g, `${this.h.id}|${this.filled || 0}|${this.themeKey}|${g.s}`, (lg) => {
       axes(lg, top, sx, sTop, { xTicks, yTicks: yTop, xLabels: false, yTitle: shorten(label(this.h, "p"), AXIS_TITLE_CHARS) });
       axes(lg, bot, sx, sBot, { xTicks, yTicks: yBot, yTitle: "MI (nats)", xTitle: sl.name, yLabelWidth: 0 });
       const { ctx } = lg;

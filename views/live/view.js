@@ -9,6 +9,7 @@ import { el, foldCaptions, setText, show } from "./dom.js";
 import { clamp, fmtG } from "./format.js";
 import { nearestReady, sliderIndex, sliderValue } from "./indices.js";
 import { LatestPayload } from "./latest.js";
+import { LocalFrames } from "./local.js";
 import { readArrays, readHeader } from "./payload.js";
 import { RouteClient } from "./route.js";
 import { pageStyle } from "./style.js";
@@ -40,6 +41,8 @@ export function askRoute() {
 }
 
 export const CHANGE = "bamviz:change";
+// The frames this browser makes, where the server makes none (local.js): one for the page.
+const localFrames = () => BUS.local || (BUS.local = new LocalFrames(BUS, CHANGE));
 const FLUSH_MS = 250;                   // off-screen charts are brought up to date this long after a move
 
 // One canvas sized to its container's width (ResizeObserver) and a height from `height(width, s)`.
@@ -336,6 +339,10 @@ export class PayloadView extends View {
     if (!sameId) {
       this.a = readArrays(bytes, header, blobStart);
       this.h = header;
+      if (header.sentence) {
+        if (this.kind === "summary") localFrames().sentence(header, this.a);
+        localFrames().fill(this);
+      }
       this.setPresentation(!!header.presentation);
       this.structure();
       this.measure();
@@ -344,6 +351,7 @@ export class PayloadView extends View {
     }
     const old = this.h;
     this.h = header;
+    if (header.sentence) localFrames().fill(this);
     const scaleChanged = this.setPresentation(!!header.presentation);
     if (scaleChanged || themeChanged) { this.structure(); this.paint(this.charts); return; }
     const relative = !!old.relative !== !!header.relative ? this.relativeCharts() : [];

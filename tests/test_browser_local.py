@@ -1,0 +1,105 @@
+"""The explorer whose pages make their own frames ($BAM_VIZ_FRAME_WORKER=browser) in chromium: the
+server sends the sentence's states and makes no frame but the one its captions read; the page's worker
+makes every slider value's frame (views/live/local.js) at the library's numbers for the same seed; with
+the server stopped (SIGSTOP) after the states arrive, every slider press still repaints; a graph file that
+is cut short is one line on the page, never a blank one. Fails (never skips) when chromium is missing."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import browser_latency as bl
+import numpy as np
+import pytest
+
+from bam_viz.live import grid as live
+from bam_viz.live.frames import STATS, make_frame
+from bam_viz.zoo import load_model
+from views import runtime
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+SHAPE_K = "shape_k · Weibull shape k (log scale)"
+LOCAL = """() => { const l = window.bamviz && window.bamviz.local;
+  const s = window.bamviz && window.bamviz.views.summary;
+  return l && s ? {problem: l.problem, frames: l.stats.frames, loaded: l.stats.loaded, target: s.h.target,
+                   stats: Array.from(s.a.stats.data), columns: s.a.stats.shape[1],
+                   painted: Number(s.root.dataset.painted)}
+         : null; }"""
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """(URL, the server's process) of the app whose pages make their frames."""
+    artifacts = ROOT / "artifacts"
+    artifacts.mkdir(exist_ok=True)
+    process = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BAM_VIZ_FRAME_WORKER", "browser")
+        mp.setenv("BAM_VIZ_GRAPHS", str(tmp_path_factory.mktemp("graphs")))
+        with bl.serve(ROOT / "app.py", log=artifacts / "browser_local-server.log", process=process) as url:
+            yield url, process[0]
+
+
+def _local(page) -> dict:
+    return page.evaluate(LOCAL)
+
+
+def test_the_page_makes_every_frame_at_the_librarys_numbers(served, browser):
+    url, _ = served
+    page, first, whole = bl.open_explorer(browser, url, complete=True)
+    try:
+        got = _local(page)
+        assert got["problem"] == "" and got["frames"] == 46 and got["loaded"]["threads"] >= 1
+        print(f"first charts {first:.1f} s, every frame {whole:.1f} s; graph {got['loaded']['bytes']} bytes, "
+              f"session {got['loaded']['sessionMs']:.0f} ms")
+        model = load_model("bam-wc")
+        grid = live.LiveGrid(model, bl.SENTENCE_24, 32, 0)
+        stats = np.array(got["stats"]).reshape(-1, got["columns"])                       # (G, STATS)
+        for i in (0, 20, 45):
+            want = make_frame(model, bl.SENTENCE_24, 32, 0, dict(grid.hyper_at(i)), grid.window, rng="portable")
+            np.testing.assert_allclose(stats[i], want.stats[got["target"]], rtol=0, atol=2e-5,
+                                       err_msg=f"shape_k = {grid.values[i]}: {list(STATS)}")
+    finally:
+        page.close()
+
+
+def test_with_the_server_stopped_every_press_repaints(served, browser):
+    url, process = served
+    page, _, _ = bl.open_explorer(browser, url, complete=True)
+    try:
+        before = _local(page)
+        os.kill(process.pid, signal.SIGSTOP)
+        try:
+            times = bl.press_live(page, SHAPE_K, 8, pause_ms=50)
+        finally:
+            os.kill(process.pid, signal.SIGCONT)
+        after = _local(page)
+        assert after["painted"] >= before["painted"] + 8 and after["problem"] == ""
+        print(f"8 presses with the server stopped: {[round(1000 * t) for t in times]} ms")
+    finally:
+        page.close()
+
+
+def test_a_graph_cut_short_is_one_line_on_the_page(served, browser):
+    url, _ = served
+    model = load_model("bam-wc")
+    graph = runtime.frame_graph(model, 32)
+    served_file = runtime.GRAPHS / graph["graph"].rstrip("/").split("/")[-2] / graph["manifest"]["graph"]
+    data = served_file.read_bytes()
+    served_file.unlink()                         # a hard link to the cache: a new file, the cache untouched
+    served_file.write_bytes(data[: len(data) // 3])
+    try:
+        page, _, _ = bl.open_explorer(browser, url, complete=False)
+        page.wait_for_selector(".bamviz-local-problem", timeout=120_000)
+        line = page.inner_text(".bamviz-local-problem")
+        assert line.startswith("This browser could not compute the explorer's frames:") and "the frame graph at" in line
+        assert f"is {len(data) // 3} bytes, not the {len(data)} of its manifest" in line and "\n" not in line
+        assert page.locator(".bamviz-metric-value").count() == 5            # the page is drawn, not blank
+        page.close()
+    finally:
+        served_file.unlink()
+        served_file.write_bytes(data)

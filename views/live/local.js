@@ -1,0 +1,137 @@
+// The explorer's frames made in this browser (the server's $BAM_VIZ_FRAME_WORKER=browser). A summary
+// payload's header then brings `frames_here` (bam_viz.live.grid.LiveGrid.browser_frames: the graph's
+// hyperparameters at each slider value, seed, S, the reduction's rules, f(softmax), the token window) and
+// `frame_graph` (views.runtime.frame_graph: the runtime's and the model graph's URLs and its manifest, or
+// the problem), its arrays the sentence's `states`. One module Web Worker (frame_worker.js) runs the
+// model's frame graph at every slider value, the slider's first, and each frame it posts is reduced here
+// by frame.js into the arrays the summary and inside views draw, in place of the server's (which carry
+// no frame). The server's payloads keep coming (captions, a new selection): `fill` puts the frames back
+// into each one's arrays.
+import { frameFromOutputs, insideArrays, summaryArrays } from "./frame.js";
+import { sliderIndex } from "./indices.js";
+
+const MAX_THREADS = 4;          // WASM threads asked for: onnxruntime-web gains little past four
+
+export class LocalFrames {
+  constructor(bus, change) {
+    this.bus = bus;
+    this.worker = null;
+    this.graph = null;          // the graph URL the worker loaded
+    this.key = null;            // the sentence being made: frames_here.sentence
+    this.here = null;
+    this.frames = [];
+    this.problem = "";
+    this.stats = { loaded: null, frames: 0, ms: [] };      // for tests and benchmarks
+    this.pending = false;
+    window.addEventListener(change, () => this.moved());
+  }
+
+  // A summary payload's header `h` and arrays `a`: a sentence not being made starts its frames.
+  sentence(h, a) {
+    const here = h.frames_here;
+    const graph = h.frame_graph;
+    if (!here || !graph) return;
+    if (graph.problem) { this.fail(graph.problem); return; }
+    if (here.sentence === this.key && graph.graph === this.graph) return;
+    const states = a.states;
+    if (!states || states.shape.length !== 2) { this.fail("the payload brings no states for the frame graph"); return; }
+    this.key = here.sentence;
+    this.here = here;
+    this.frames = new Array(here.values.length).fill(null);
+    this.problem = "";
+    this.stats.frames = 0;
+    this.stats.ms = [];
+    if (!this.worker || graph.graph !== this.graph) this.load(graph);
+    const current = h.slider ? sliderIndex(h.slider, this.bus.values) : 0;
+    this.worker.postMessage({ type: "sentence", id: this.key, states: Float32Array.from(states.data),
+      T: states.shape[0], S: here.n_samples, seed: BigInt(here.seed), values: here.values, current });
+  }
+
+  load(graph) {
+    if (this.worker) this.worker.terminate();
+    this.graph = graph.graph;
+    this.stats.loaded = null;
+    this.worker = new Worker(new URL("./frame_worker.js", import.meta.url), { type: "module" });
+    this.worker.onmessage = (event) => this.received(event.data);
+    this.worker.onerror = (event) => this.fail(`the frame worker failed: ${event.message || "it could not start"}`);
+    const threads = Math.max(1, Math.min(MAX_THREADS, navigator.hardwareConcurrency || 1));
+    this.worker.postMessage({ type: "load", runtimeUrl: new URL(graph.runtime, location.href).href,
+      graphUrl: new URL(graph.graph, location.href).href, manifest: graph.manifest, threads });
+  }
+
+  received(m) {
+    if (!m) return;
+    if (m.type === "loaded") this.stats.loaded = m;
+    else if (m.type === "error") this.fail(m.error);
+    else if (m.type === "frame" && m.id === this.key) {
+      const h = this.here;
+      try {
+        this.frames[m.index] = frameFromOutputs(m.outputs, h.rules, { softmaxProbs: h.softmax_probs, window: h.window,
+          stochastic: h.stochastic, intervalZ: h.interval_z === null ? NaN : h.interval_z, layers: h.layers, heads: h.heads });
+      } catch (err) {
+        this.fail(`frame ${m.index} could not be read: ${err.message}`);
+        return;
+      }
+      this.stats.frames += 1;
+      this.stats.ms.push(m.ms);
+      this.repaint();
+    }
+  }
+
+  // The slider moved: the worker makes what is left nearest the new value first.
+  moved() {
+    const s = this.bus.views.summary;
+    if (!this.worker || !this.key || !s || !s.h || !s.h.slider) return;
+    this.worker.postMessage({ type: "current", id: this.key, current: sliderIndex(s.h.slider, this.bus.values) });
+  }
+
+  // Frames that came since the last paint, drawn once per animation frame.
+  repaint() {
+    if (this.pending) return;
+    this.pending = true;
+    requestAnimationFrame(() => {
+      this.pending = false;
+      for (const view of Object.values(this.bus.views)) {
+        if (view.h && this.fill(view)) view.paint(view.charts);
+      }
+    });
+  }
+
+  // Put the frames made into a payload view's arrays (its header names the same sentence): true if it did.
+  fill(view) {
+    const h = view.h;
+    const here = this.here;
+    if (!h || !here || h.sentence !== this.key || !(view.kind === "summary" || view.kind === "inside")) return false;
+    const frames = this.frames;
+    const S = here.n_samples;
+    if (view.kind === "summary") {
+      Object.assign(view.a, summaryArrays(frames, here.rules, h.target, frames.length, S, h.classes.length));
+      h.frame_interval_z = frames.map((f) => (f ? here.interval_z : null));
+    } else {
+      if (!view.a.softmax) return false;
+      Object.assign(view.a, insideArrays(frames, here.rules, { layer: h.layer, head: h.head, query: h.query,
+        window: h.window, softmax: view.a.softmax.data, layers: h.layers, heads: h.heads, nSamples: S }));
+    }
+    h.ready = frames.map((f) => f !== null);
+    h.frame_samples = frames.map((f) => (f ? S : 0));
+    view.filled = (view.filled || 0) + 1;             // what a chart drew from the arrays is stale
+    view.root.dataset.ready = String(frames.filter((f) => f !== null).length);
+    view.root.dataset.local = String(this.stats.frames);
+    return true;
+  }
+
+  // One line on the summary, never a blank page: the server's payloads still draw what they carry.
+  fail(line) {
+    this.problem = String(line);
+    const s = this.bus.views.summary;
+    if (!s || !s.root) return;
+    let note = s.root.querySelector(".bamviz-local-problem");
+    if (!note) {
+      note = document.createElement("p");
+      note.className = "bamviz-note bamviz-local-problem";
+      s.root.prepend(note);
+    }
+    note.textContent = `This browser could not compute the explorer's frames: ${this.problem}`;
+    s.root.dataset.localProblem = this.problem;
+  }
+}
