@@ -17,7 +17,7 @@ from bam_viz.core.inputs import check_batch_size, check_n_samples, check_seed, c
 from bam_viz.core.task import CLASSES
 from bam_viz.families import AttentionFamily, Hyper, HyperSpec
 from bam_viz.inference.attribution import Attribution, attribute
-from bam_viz.inference.explain import ExplainCache, explain
+from bam_viz.inference.explain import DEFAULT_RNG, ExplainCache, explain
 from bam_viz.inference.posterior import LabelPosterior, label_posterior
 from bam_viz.inference.result import ExplainResult
 from bam_viz.nn.attention import AttentionConfig, Mode, Trace, dropout
@@ -338,7 +338,7 @@ class BamClassifier(nn.Module):
         return self.predict_samples(texts, n_samples=n_samples, seed=seed, **hyper).mean(1)
 
     def explain(self, text: str, n_samples: int = 32, seed: int = 0, *, cache: bool = True,
-                target: int | str | None = None, rng: str = "torch", **hyper: float) -> ExplainResult:
+                target: int | str | None = None, rng: str = DEFAULT_RNG, **hyper: float) -> ExplainResult:
         """Everything the explorer draws for one sentence, its one-class figures (gaps, errors) for
         `target` (a class name, an index, or None for the predicted class): see
         `bam_viz.inference.explain.explain`."""

@@ -4,8 +4,8 @@ page's payload alike; its two parts, the expected entropy and the plug-in mutual
 to it; the headline's bias-corrected MI, a different number, is said beside it by name.
 
 Checked over probability tables Hypothesis makes, and on the real cases where the bar once stacked
-the bias-corrected MI and passed ln 2: the lesson "Attention as a random variable" at k = 0.2 and a
-short sentence at 8 samples."""
+the bias-corrected MI and passed ln 2: the view of the lesson "Attention as a random variable" at
+k = 0.2 with seed 2 (its own seed 0 gives 0.663 with explain()'s draws) and a short sentence at 8 samples."""
 
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ def lesson_view() -> dict:
 
 def cases():
     view = lesson_view()
-    yield view["model"], view["text"], view["n_samples"], view["seed"], view["shape_k"], view["beta"]
+    yield view["model"], view["text"], view["n_samples"], 2, view["shape_k"], view["beta"]
     yield "bam-wc", "The movie was fine, I guess.", 8, 0, 0.2, 1.0
 
 

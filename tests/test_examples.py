@@ -142,7 +142,7 @@ def test_the_shipped_figures_are_what_explain_gives(shipped):
     assert shipped["hyper"] == model.trained_hyper
     for e in shipped["examples"]:
         # The file's figures are in P(positive), whatever the model predicts for the sentence.
-        r = model.explain(e["text"], shipped["n_samples"], seed=shipped["seed"]).for_target("positive")
+        r = model.explain(e["text"], shipped["n_samples"], seed=shipped["seed"], rng="torch").for_target("positive")
         assert r.mutual_information_plugin == pytest.approx(e["mutual_information"], abs=1e-4), e["category"]
         assert r.gap_softmax == pytest.approx(e["gap_softmax"], abs=1e-4), e["category"]
         assert float(r.mc_probs[r.classes.index("positive")]) == pytest.approx(e["p_positive"], abs=1e-4)
@@ -190,6 +190,6 @@ def test_the_three_class_example_reproduces_and_follows_its_rule(shipped):
     s = dev[example["id"]]
     assert s.text == example["text"] and three_way_label(s.mean) == "neutral"
     assert len(s.text.split()) <= examples.MAX_WORDS
-    r = model.explain(s.text, example["n_samples"], example["seed"], target="neutral")
+    r = model.explain(s.text, example["n_samples"], example["seed"], target="neutral", rng="torch")
     assert float(r.mc_probs[1]) == pytest.approx(example["p_neutral"], abs=1e-4)
     assert r.gap_softmax == pytest.approx(example["gap_softmax"], abs=1e-4)

@@ -1,6 +1,6 @@
 """explain() on the shipped models equals a stored reference (tests/data/explain_reference.*,
-written by explain(n_samples=4, seed=3, target="positive")): the structure of the library may
-change, the numbers it gives may not.
+written by explain(n_samples=4, seed=3, target="positive") with predict()'s stream, rng="torch"): the
+structure of the library may change, the numbers it gives may not.
 
 First written before the family registry existed, and unchanged through every refactoring since.
 Re-pinned on 2026-12-01 (issue #26), for one reason only: bam-wc, bam-lc and dirichlet were retrained
@@ -73,7 +73,8 @@ def reference_threads():
 def test_explain_equals_the_stored_reference(i):
     case = REFERENCE["cases"][i]
     # The stored gap is P(positive)'s, whatever the model predicts: the binary zoo's class 1.
-    r = bam_viz.load(case["model"]).explain(case["text"], n_samples=4, seed=3, target="positive", **case["hyper"])
+    r = bam_viz.load(case["model"]).explain(case["text"], n_samples=4, seed=3, target="positive", rng="torch",
+                                               **case["hyper"])
     assert r.tokens == case["tokens"] and r.family == case["family"]
     assert r.stochastic_layers == case["stochastic_layers"] and r.notes == case["notes"]
     assert r.hyper == case["hyper_out"]
@@ -96,7 +97,8 @@ def write_reference(folder: Path = DATA) -> None:
     cases, tensors = [], {}
     now = {"gap": "gap_softmax", "mutual_information": "mutual_information_plugin"}
     for i, old in enumerate(REFERENCE["cases"]):
-        r = bam_viz.load(old["model"]).explain(old["text"], n_samples=4, seed=3, target="positive", **old["hyper"])
+        r = bam_viz.load(old["model"]).explain(old["text"], n_samples=4, seed=3, target="positive", rng="torch",
+                                                   **old["hyper"])
         cases.append({"model": old["model"], "text": old["text"], "hyper": old["hyper"], "tokens": r.tokens,
                       "family": r.family, "stochastic_layers": r.stochastic_layers, "hyper_out": r.hyper,
                       **{k: float(getattr(r, now.get(k, k))) for k in

@@ -503,8 +503,10 @@ def test_shipped_rows_equal_a_fresh_scoring(shipped):
                                   id_column="id", n_samples=32, seed=0)
         for column in ("p_positive", "p_positive_softmax", "gap_softmax", "gap_softmax_se", "predictive_entropy",
                        "expected_entropy", "mutual_information"):
-            # Equal to float32 rounding: torch's sums may run in another order with another thread count.
-            np.testing.assert_allclose(fresh[column], sample[column], rtol=0, atol=1e-6, err_msg=f"{model} {column}")
+            # Equal to float32 rounding: torch's sums may run in another order with another thread count or
+            # another CPU's vector width (Dirichlet's Gamma draws here: 1.3e-6 on one host); another stream or
+            # model would differ by far more than this.
+            np.testing.assert_allclose(fresh[column], sample[column], rtol=0, atol=1e-5, err_msg=f"{model} {column}")
         for column in ("id", "predicted", "n_tokens", "truncated", "label", "correct"):
             assert list(fresh[column]) == list(sample[column]), (model, column)
     assert torch.get_num_threads() == threads

@@ -14,7 +14,6 @@ from why_k_models import random_head_model
 from bam_viz.inference.attribution import TOLERANCE, attribute
 from bam_viz.inference.explain import lower_states
 from bam_viz.inference.posterior import describe, label_posterior
-from bam_viz.nn.attention import probe
 
 TEXT = "A dull, lifeless film with one brilliant scene."
 
@@ -161,14 +160,12 @@ def test_the_importance_estimate_converges_to_the_exact_posterior_for_three_labe
 
 
 def test_fifty_labels_by_monte_carlo_are_bayes_rule_over_the_samples_drawn(k50):
-    """At 8 samples: each label's row is the samples' rows weighted by p(y | x, z_s), the rows read
-    from the top layer's weights during predict_samples' own pass (a probe, not the estimator)."""
+    """At 8 samples: each label's row is the samples' rows weighted by p(y | x, z_s), the samples and the
+    top layer's [CLS] rows those explain() draws for the same seed (the explorer's, not the estimator)."""
     S, seed = 8, 2
-    core = k50.bert.layers[-1].attention.self.core
-    seen = []
-    with probe(core, lambda w: seen.append(w) or w):
-        probs = k50.predict_samples([TEXT], n_samples=S, seed=seed)[0].double().numpy()     # (S, K)
-    rows = seen[0][:, :, 0].double().numpy()                                                # (S, H, T)
+    r = k50.explain(TEXT, n_samples=S, seed=seed, cache=False)
+    probs = r.sample_probs.double().numpy()                                                 # (S, K)
+    rows = r.sample_weights[:, -1, :, 0].double().numpy()                                   # (S, H, T)
     lp = label_posterior(k50, TEXT, n_samples=S, seed=seed)
     assert lp.method == "importance" and lp.n_samples == S and lp.layer == 5
     assert_a_posterior(lp, 50, atol=1e-6)

@@ -12,8 +12,8 @@ category the sentence of at most MAX_WORDS words with the largest mutual informa
 `RULE` says the same in words, and the written file records it beside the figures.
 
 Each sentence is scored in a call of its own, with the generator seeded afresh, so that its
-figures are exactly those of `model.explain(text, n_samples, seed)` (its `mutual_information_plugin`
-and `gap_softmax`).
+figures are exactly those of `model.explain(text, n_samples, seed, rng="torch")` (predict's stream; its
+`mutual_information_plugin` and `gap_softmax`).
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def from_probs(snippets: list[Snippet], sample_probs, softmax_probs) -> list[Sco
 
 def score(model, snippets: list[Snippet], n_samples: int = 32, seed: int = 0) -> list[Scored]:
     """Each sentence scored by `model` at its trained setting, one call per sentence with the
-    generator seeded with `seed`: the figures `model.explain(text, n_samples, seed)` gives."""
+    generator seeded with `seed`: the figures `model.explain(text, n_samples, seed, rng="torch")` gives."""
     from tqdm import tqdm
 
     samples, softmax = [], []
@@ -185,7 +185,7 @@ def three_way_example(model, data: str | Path | None = None, n_samples: int = 32
     t = THREE_WAY.index(THREE_WAY_CLASS)
     best = None
     for s in neutral:
-        r = model.explain(s.text, n_samples, seed, target=THREE_WAY_CLASS, cache=False)
+        r = model.explain(s.text, n_samples, seed, target=THREE_WAY_CLASS, cache=False, rng="torch")   # as `score`
         key = (float(r.mc_probs[t]), r.mutual_information_plugin)
         if best is None or key > best[0]:
             best = (key, s, r)

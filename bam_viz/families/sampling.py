@@ -54,9 +54,8 @@ def log_of(x):
 def first_rows(sampler, shape, like: torch.Tensor, generator, drawn_rows: int | None) -> torch.Tensor:
     """`sampler(shape)`, or, with `drawn_rows`, a draw shaped as if dimension -2 had `drawn_rows` rows,
     of which the first shape[-2] are kept: a pass that needs only the first queries ([CLS]) then
-    consumes the generator exactly as the full pass does, and gets the full pass's numbers."""
-    if isinstance(generator, UniformNoise):      # a stream of its own per draw: the kept rows alone
-        drawn_rows = None
+    consumes the generator exactly as the full pass does, and gets the full pass's numbers (the portable
+    stream's element indices follow the full shape too: `explain()`'s [CLS] row is a [CLS]-only pass's)."""
     full = shape if drawn_rows is None else (*shape[:-2], drawn_rows, shape[-1])
     out = draw(sampler, full, like, generator)
     return out if drawn_rows is None else out[..., : shape[-2], :]

@@ -129,7 +129,7 @@ def deterministic_pass(model, lower: LowerStates, hyper: Hyper) -> tuple[torch.T
     moves that pass's weights, so it is made once per sentence and kept; at other hyperparameters each
     stochastic layer's KL and parameters are made again from its scores, as the pass makes them
     (`BayesianAttention.at_hyper`): a live grid's frame, one `explain()` at each slider value, then
-    costs no second pass through the layers (a sixth of a preview's time: docs/performance.md)."""
+    costs no second pass through the layers."""
     hit = model.explain_cache.deterministic.get(lower.original)
     if hit is None:
         logits, traces, _ = model.upper(lower.x, lower.mask, mode=Mode.MEAN, hyper=hyper, trace=Trace.STATS)
@@ -143,6 +143,9 @@ def deterministic_pass(model, lower: LowerStates, hyper: Hyper) -> tuple[torch.T
 
 
 RNGS = ("torch", "portable")
+# explain()'s stream: the portable one, which the browser's frame graph draws too (views/live/random.js), so
+# that the same seed gives the same picture in the library and in every browser. `predict` keeps torch's.
+DEFAULT_RNG = "portable"
 
 
 def sample_generator(rng: str, seed: int, device):
@@ -154,16 +157,16 @@ def sample_generator(rng: str, seed: int, device):
 
 
 def explain(model, text: str, n_samples: int = 32, seed: int = 0, hyper: Hyper | None = None,
-            cache: bool = True, target: int | str | None = None, rng: str = "torch") -> ExplainResult:
-    """The `ExplainResult` of `model` on one sentence: S attention samples from a generator seeded
-    with `seed` (consumed exactly as `predict` consumes it), the deterministic (softmax) pass, the
+            cache: bool = True, target: int | str | None = None, rng: str = DEFAULT_RNG) -> ExplainResult:
+    """The `ExplainResult` of `model` on one sentence: S attention samples drawn from the stream `rng`
+    seeded with `seed` (`sample_generator`), the deterministic (softmax) pass, the
     pass at the samples' mean weights and at each mean without one sample (`bam_viz.inference.gaps`), the prior,
     KL and the distributions' parameters per layer. `hyper`: the model's hyperparameters with
     any overrides (`model.hyper(...)`); None is the trained values. `cache` False: do not keep the
     S-sample pass for a later call (the live grid's frames are each made once). `target`: the class
     the one-class numbers are for, a name or an index of `model.classes`, or None (or "predicted")
     for the predicted class; it only picks columns, so `result.for_target(other)` is free and the
-    cache serves every class. `rng`: "torch" (the default) or "portable" (`sample_generator`).
+    cache serves every class. `rng`: "portable" (the default, the browser's draws) or "torch" (`predict`'s).
 
     The call holds its estimated peak (`bam_viz.core.cache.explain_bytes`) of the process's working
     memory (`bam_viz.core.cache.WORK`) while it runs, so calls made at once wait rather than add up."""

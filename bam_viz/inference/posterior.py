@@ -65,7 +65,7 @@ from bam_viz.core.inputs import check_n_samples, check_seed, check_text, shown
 from bam_viz.core.task import resolve_target
 from bam_viz.core.text import display_token
 from bam_viz.inference.attribution import check_target
-from bam_viz.inference.explain import lower_states
+from bam_viz.inference.explain import DEFAULT_RNG, lower_states, sample_generator
 from bam_viz.nn.attention import Trace
 
 METHODS = ("exact", "importance")
@@ -252,8 +252,8 @@ def _exact(model, lower, layer: int, target: int | None) -> LabelPosterior:
 
 @torch.inference_mode()
 def _importance(model, lower, S: int, seed: int, hyper, layer: int, target: int | None) -> LabelPosterior:
-    # explain()'s sampled pass: the same generator, consumed as predict_samples consumes it.
-    g = torch.Generator(device=model.device).manual_seed(seed)
+    # explain()'s sampled pass: the same draws.
+    g = sample_generator(DEFAULT_RNG, seed, model.device)
     logits, traces, _ = model.upper(lower.x, lower.mask, n_samples=S, generator=g, hyper=hyper,
                                     trace=Trace.SAMPLES)
     first = model.first_stochastic

@@ -22,7 +22,7 @@ from bam_viz.core import metrics
 from bam_viz.core.inputs import check_seed, check_text
 from bam_viz.core.task import POSITIVE
 from bam_viz.inference import gaps
-from bam_viz.inference.explain import lower_states
+from bam_viz.inference.explain import DEFAULT_RNG, lower_states, sample_generator
 from bam_viz.nn.attention import Mode, Trace
 from bam_viz.plots.kit import figure
 from bam_viz.plots.style import MC_COLOUR, MEAN_ATTENTION_COLOUR, PRIOR_COLOUR, SOFTMAX_COLOUR
@@ -328,13 +328,13 @@ def layer_gaps(model, text: str, n_samples: int = 256, seed: int = 0) -> LayerGa
         softmax = float(logits.softmax(-1)[0, POSITIVE])
         cases = []
         for layer in layers:
-            g = torch.Generator(device=model.device).manual_seed(seed)
+            g = sample_generator(DEFAULT_RNG, seed, model.device)
             cls, w = _compose(model, x, mask, layer, n_samples, g, hyper)
             drawn = {layer: w} if layer in random_attention else {}
             cases.append(_case(f"layer {layer}", (layer,), _p_positive(model, cls), softmax, drawn,
                                model, x, mask, hyper))
-        # The model's own pass, exactly as explain() makes it (the same generator, the same trace).
-        g = torch.Generator(device=model.device).manual_seed(seed)
+        # The model's own pass, exactly as explain() makes it (the same draws, the same trace).
+        g = sample_generator(DEFAULT_RNG, seed, model.device)
         logits, traces, _ = model.upper(x, mask, n_samples=n_samples, generator=g, hyper=hyper, trace=Trace.SAMPLES)
         first = model.n_layers - len(traces)
         drawn = {i: traces[i - first].weights for i in sorted(random_attention)}
