@@ -13,31 +13,23 @@ import streamlit as st
 
 # A server shared by a class gives freed memory back rather than keeping it for speed (bam_viz.core.device).
 os.environ.setdefault("BAM_VIZ_MALLOC_TUNING", "memory")
-# The slider grids' frames are made in a worker process, so that the server's GIL is left to the pages:
-# a class of twenty's pages, sentences and releases came two to three times sooner (docs/performance.md,
-# "A class of twenty").
-# Its connection is a Unix socket; BAM_VIZ_FRAME_WORKER=threads makes them in the server instead.
-if os.name == "posix":
-    os.environ.setdefault("BAM_VIZ_FRAME_WORKER", "process")
+# Each page makes its slider grid's frames itself, in the browser (views/live/local.js): the server makes
+# only the frame a run's or a release's captions read. BAM_VIZ_FRAMES=server makes every frame here instead.
+os.environ.setdefault("BAM_VIZ_FRAMES", "browser")
 
 if __name__ != "__main__":
     # `streamlit run app.py` found `app` here and imported this file to serve it (uvicorn's "app:app").
     from starlette.middleware import Middleware
 
     from views.live_route import LiveRoute
-    from views.serving import BackendBase, CrossOriginIsolated, PrecompressedStatic, ServedPayloads
+    from views.serving import BackendBase, CrossOriginIsolated, HashedStatic, PrecompressedStatic, ServedPayloads
 
     # The first is outermost: every response, the others' included, leaves cross-origin isolated.
     app = st.App(__file__, middleware=[Middleware(CrossOriginIsolated), Middleware(BackendBase),
                                        Middleware(PrecompressedStatic), Middleware(ServedPayloads),
-                                       Middleware(LiveRoute)])
+                                       Middleware(HashedStatic), Middleware(LiveRoute)])
 else:
-    from bam_viz.live.priority import server_priority
     from views.join import LESSONS_PATH  # the join link and the route: one name
-
-    # The GIL handed on every 1 ms, and the server's runs before the frames, which yield a busy core to the
-    # machine's own browser, the projector's page (bam_viz.live.priority; docs/performance.md, "A class of twenty").
-    server_priority()
 
     # The only icon is a local file: a Material icon name makes the browser fetch its SVG from an outside
     # font server (the app must work without a network), and emoji cost a new visitor the colour-emoji font.

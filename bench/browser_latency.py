@@ -264,16 +264,23 @@ def measure_app(browser, app: Path, slider: str, presses: int, query: str = "",
     return result
 
 
-def open_explorer(browser, url: str, query: str = EXPLORER_QUERY, complete: bool = True):
-    """A new page on the explorer; returns it with the seconds to the first charts (the headline,
-    sweep and prediction painted) and to all of them (both components, every frame, off-screen
-    charts too)."""
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+# The first charts: the summary painted with a frame of its sentence (the server's, or where the page
+# makes its frames, the page's own, its slider's value first: views/live/local.js).
+FIRST_CHARTS_JS = ("() => { const r = document.querySelector('.bamviz-root[data-kind=summary]');"
+                   " return r && r.dataset.painted && r.dataset.painted !== '0' && Number(r.dataset.ready || 0) > 0; }")
+
+
+def open_explorer(browser, url: str, query: str = EXPLORER_QUERY, complete: bool = True, context=None):
+    """A new page on the explorer (in `context`, whose cache a visit before it filled, else in a new
+    one); returns it with the seconds to the first charts (`FIRST_CHARTS_JS`) and to all of them (both
+    components, every frame, off-screen charts too)."""
+    viewport = {"width": 1400, "height": 1000}
+    page = context.new_page() if context is not None else browser.new_page(viewport=viewport)
+    if context is not None:
+        page.set_viewport_size(viewport)
     t0 = time.perf_counter()
     page.goto(url + query)
-    page.wait_for_function("() => { const r = document.querySelector('.bamviz-root[data-kind=summary]');"
-                           " return r && r.dataset.painted && r.dataset.painted !== '0'; }",
-                           timeout=120_000, polling="raf")
+    page.wait_for_function(FIRST_CHARTS_JS, timeout=120_000, polling="raf")
     first = time.perf_counter() - t0
     painted(page, complete=complete, settled=True)
     return page, first, time.perf_counter() - t0
@@ -287,9 +294,36 @@ def new_sentence(page, text: str) -> tuple[float, float]:
     t0 = time.perf_counter()
     box.press("Control+Enter")
     painted(page, text_id=old)
+    page.wait_for_function(FIRST_CHARTS_JS, timeout=120_000, polling="raf")
     first = time.perf_counter() - t0
     painted(page, complete=True)
     return first, time.perf_counter() - t0
+
+
+# What the page's own frames cost it (views/live/local.js): the graph's bytes, its fetch and session.
+LOCAL_JS = """() => { const l = window.bamviz && window.bamviz.local;
+  return l && l.stats.loaded ? {bytes: l.stats.loaded.bytes, fetch_ms: l.stats.loaded.fetchMs,
+    session_ms: l.stats.loaded.sessionMs, threads: l.stats.loaded.threads, frames: l.stats.frames} : null; }"""
+
+
+def visits(browser, url: str) -> dict:
+    """A first visit in a new browser context, then a second in the same one (its cache warm): seconds to
+    the first charts and to every frame, and the bytes the page received in each (transfer sizes from the
+    Resource Timing entries, 0 for what came from the cache), with the model graph's own cost."""
+    out = {}
+    context = browser.new_context()
+    try:
+        for visit in ("first_visit", "second_visit"):
+            page, first, whole = open_explorer(browser, url, context=context)
+            received = page.evaluate("() => performance.getEntriesByType('resource')"
+                                     ".concat(performance.getEntriesByType('navigation'))"
+                                     ".reduce((n, e) => n + (e.transferSize || 0), 0)")
+            out[visit] = {"first_s": round(first, 3), "all_s": round(whole, 3), "bytes_received": received,
+                          "graph": page.evaluate(LOCAL_JS)}
+            page.close()
+    finally:
+        context.close()
+    return out
 
 
 FRESH_SENTENCES = ("the cast is charming but the story never finds its feet and the jokes land rarely at best",
@@ -314,6 +348,7 @@ def run_once(browser, presses: int, slider: str, index: int, screenshot: Path | 
         visitor, first, everything = open_explorer(browser, url)
         out["new_visitor_first_s"], out["new_visitor_all_s"] = first, everything
         visitor.close()
+        out |= visits(browser, url)
     out["trivial"] = measure_app(browser, ROOT / "bench" / "trivial_app.py", "value", presses,
                                  pause_ms=pauses(presses, index))
     return out
@@ -352,6 +387,10 @@ def main() -> None:
               f"{r['new_visitor_first_s']:6.2f} / {r['new_visitor_all_s']:5.2f} s | "
               f"{r['new_sentence_first_s']:7.2f} / {r['new_sentence_all_s']:5.2f} s | "
               f"{r['fresh_server_first_s']:.2f} s")
+        for visit in ("first_visit", "second_visit"):
+            v = r[visit]
+            print(f"    {visit}: first charts {v['first_s']:.2f} s, every frame {v['all_s']:.2f} s, page received "
+                  f"{v['bytes_received'] / 1e6:.2f} MB; graph {v['graph']}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(res, indent=2))

@@ -30,7 +30,7 @@ painted the move:
 Each press also records what the page was doing (long tasks, payload fetches, frames of the grid
 it had; the long animation frames with their scripts are kept in the JSON).
 
-Beside them: the CPU seconds of the server, its frame worker, chromium and this process while the
+Beside them: the CPU seconds of the server (and per student), chromium and this process while the
 class worked, how busy the whole machine was each second (`machine_busy`), the server's memory over the
 whole run, counted as bench/soak.py counts it and judged against its bound (`memory`), and each chromium
 page's console warnings and errors, with what its charts showed when it stopped answering (`stalled_state`).
@@ -68,7 +68,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from browser_latency import CHROMIUM, CHROMIUM_ARGS, PAINTED_JS, PAUSES_S, PRESS_CLOCK_JS, ROOT, serve, summary  # noqa: E402
 from protocol_client import Student  # noqa: E402
-from soak import GOAL_PEAK_GB, RssSampler, descendants  # noqa: E402
+from soak import GOAL_PEAK_GB, RssSampler  # noqa: E402
 
 SAMPLES = 32               # the explorer's samples per slider value: a frame's cost grows with it (`--samples`)
 
@@ -112,8 +112,10 @@ STALLED_JS = """() => ({seq: window.bamviz?.seq,
   focus: document.activeElement?.className || document.activeElement?.tagName,
   roots: [...document.querySelectorAll('.bamviz-root')].map(r => ({...r.dataset}))})"""
 CLASS_START = [time.perf_counter()]       # when the class began (reset by run_async): the presses' `at_s`
+# The first charts: the summary painted with a frame of its sentence, the server's or (where each page makes
+# its own) the page's, its slider's value first (views/live/local.js).
 FIRST_CHARTS = ("() => { const r = document.querySelector('.bamviz-root[data-kind=summary]');"
-                " return r && r.dataset.painted && r.dataset.painted !== '0'; }")
+                " return r && r.dataset.painted && r.dataset.painted !== '0' && Number(r.dataset.ready || 0) > 0; }")
 
 
 def sentence(j: int) -> str:
@@ -170,6 +172,7 @@ async def session(browser, base: str, j: int, presses: int, delay: float, timeou
             await box.press("Control+Enter")
             await page.wait_for_function(PAINTED_JS, arg=[old, False, False], timeout=timeout_s * 1000,
                                          polling=POLL_MS)
+            await page.wait_for_function(FIRST_CHARTS, timeout=timeout_s * 1000, polling=POLL_MS)
             rec["sentence_s"] = round(time.perf_counter() - t0, 3)
         slider = page.get_by_role("slider", name=re.compile(r"^shape_k "))
         await slider.focus()
@@ -253,6 +256,7 @@ async def student(base: str, j: int, presses: int, delay: float, timeout_s: floa
             await s.settle("shape_k", values[i], timeout_s)      # the values sent once the slider rests
         rec.update(s.own(rec["text"]))
         rec["grid_ready"], rec["polls"], rec["bytes_in"] = list(s.grid()), s.polls, s.bytes_in
+        rec["model_bytes"] = s.model_bytes
         rec["releases_at_s"] = [round(r["at"] - CLASS_START[0], 3) for r in s.release_log]
     except Exception as err:
         rec["error"] = f"{type(err).__name__}: {str(err).splitlines()[0]}"
@@ -362,7 +366,7 @@ async def run_async(sessions: int, stagger: float, presses: int, timeout_s: floa
                  "load_1min": os.getloadavg()[0]}
     proc: list = []
     with serve(ROOT / "app.py", log=log, process=proc) as base:
-        memory = RssSampler(proc[0].pid)      # the server and its worker's own pages, as bench/soak.py counts them
+        memory = RssSampler(proc[0].pid)      # the server's pages, as bench/soak.py counts them
         memory.start()
         async with async_playwright() as pw:
             browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
@@ -374,8 +378,7 @@ async def run_async(sessions: int, stagger: float, presses: int, timeout_s: floa
                                    0.0, timeout_s)
             alone = await student(base, 9_998, presses, 0.0, timeout_s) if len(in_browser) < sessions else None
             t0 = CLASS_START[0] = time.perf_counter()
-            worker = descendants(proc[0].pid)[1:]                 # the frame worker, started by the warm-up
-            cpu0 = (cpu_seconds(proc[0].pid), cpu_seconds(comm="chrom"), sum(cpu_seconds(p) for p in worker),
+            cpu0 = (cpu_seconds(proc[0].pid), cpu_seconds(comm="chrom"), 0.0,
                     cpu_seconds(os.getpid()), cpu_seconds(comm="node"))
             busy = asyncio.create_task(machine_busy())
             crowd = await asyncio.gather(*[
@@ -387,11 +390,11 @@ async def run_async(sessions: int, stagger: float, presses: int, timeout_s: floa
             out["machine_busy"] = busy_summary(BUSY)
             # Where the machine's time went while the class worked: the server, and every chromium process
             out["cpu_seconds"] = {"server": round(cpu_seconds(proc[0].pid) - cpu0[0], 1),
-                                  "frame_worker": round(sum(cpu_seconds(p) for p in worker) - cpu0[2], 1),
                                   "chromium": round(cpu_seconds(comm="chrom") - cpu0[1], 1),
                                   "benchmark": round(cpu_seconds(os.getpid()) - cpu0[3], 1),
                                   "playwright_driver": round(cpu_seconds(comm="node") - cpu0[4], 1),
                                   "available": round(out["load_seconds"] * (os.cpu_count() or 1), 1)}
+            out["server_cpu_s_per_student"] = round(out["cpu_seconds"]["server"] / max(sessions, 1), 3)
             await browser.close()
         memory.stop()
         out["memory"] = memory_summary(memory.samples)

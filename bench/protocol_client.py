@@ -83,6 +83,8 @@ class Student:
         self.sliders: dict | None = None           # the sliders component's data (values, current)
         self.fetched: set[bytes] = set()
         self.bytes_in = 0
+        self.model_bytes = 0                       # the runtime's and the graph's, on a first visit
+        self._model: asyncio.Task | None = None    # their download
         self.polls = 0
         self._changed = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
@@ -194,6 +196,23 @@ class Student:
         self._arm(self._summaries[url], self.widgets.get("live_summary", ""))
         self._changed.set()
 
+    async def _model_files(self, header: dict | None) -> None:
+        """What a page that makes its own frames downloads before its first frame, once (a second visit
+        finds them in the browser's cache): the runtime's files and the model's frame graph, which the
+        summary's header names (`views.runtime.frame_graph`). It makes no frame: its own machine would."""
+        from views.runtime import FILES
+
+        graph = (header or {}).get("frame_graph") or {}
+        if not isinstance(graph.get("graph"), str) or not isinstance(graph.get("runtime"), str):
+            return
+        folder = graph["runtime"].rsplit("/", 1)[0] + "/"
+        todo = [u for u in [folder + name for name in FILES] + [graph["graph"]] if u.encode() not in self.fetched]
+        self.fetched.update(u.encode() for u in todo)
+        got = await asyncio.gather(*(self._fetch(self._get, u) for u in todo))
+        self.model_bytes += sum(len(b) for b in got)
+        self._stamp("model")
+        self._changed.set()
+
     async def _send_hyper(self, wid: str) -> None:
         self._send_later = None
         self.states[wid] = ("json_value", json.dumps({"hyper": self._hyper}))
@@ -206,7 +225,11 @@ class Student:
         raise KeyError(name)
 
     async def until_charts(self, timeout: float) -> None:
-        await self._until(lambda: bool(MARKER.search(self.marker)) and bool(self.fetched), timeout)
+        """Until the first charts' payloads, and where the page makes its frames the model's files, are here."""
+        await self._until(lambda: bool(MARKER.search(self.marker)) and bool(self.fetched)
+                          and (self._model is None or self._model.done()), timeout)
+        if self._model is not None and self._model.exception() is not None:
+            raise RuntimeError(f"the model's files could not be fetched: {self._model.exception()!r}")
 
     def own(self, text: str) -> dict:
         """Whether the server's footer and URL for this session name its own sentence."""
@@ -330,6 +353,8 @@ class Student:
                 self.sliders = json.loads(sub.json)
             if wid.endswith("-live_summary") and sub.WhichOneof("data") == "bytes":
                 self._arm(self._header(sub.bytes), wid)
+                if self._model is None and (self.summary or {}).get("frame_graph"):
+                    self._model = asyncio.create_task(self._model_files(self.summary))
             for url in set(PAYLOAD.findall(sub.SerializeToString())):
                 if url not in self.fetched:
                     self.fetched.add(url)

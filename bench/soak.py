@@ -10,7 +10,7 @@ On a fresh server (loopback only), in headless Debian chromium:
      drawn with a fixed seed), each on a long sentence of its own: every release reruns the server (a
      page whose slider goes away is reported, `pages_lost`, with its console and what it showed);
   3. `--idle` seconds with no page open.
-The server's RSS (/proc/PID/status VmRSS), plus its frame worker's private pages, is sampled every
+The server's RSS (/proc/PID/status VmRSS), plus any child process's private pages, is sampled every
 0.5 s throughout. Reported: the RSS after the first page (the whole zoo is loaded only as the URLs reach
 each model), the plateau (the median of the last 20 s of step 2), the peak, and the RSS after the
 idle (the median of its last 5 s), with `after_idle / plateau`; the goal is a peak under 2.5 GiB and
@@ -56,7 +56,7 @@ def url_for(base: str, i: int, model: str) -> str:
 
 
 def descendants(pid: int) -> list[int]:
-    """`pid` and every process below it (the frame worker), from /proc/PID/task/*/children."""
+    """`pid` and every process below it, from /proc/PID/task/*/children."""
     out, todo = [], [pid]
     while todo:
         p = todo.pop()
@@ -84,8 +84,8 @@ def private_kb(pid: int) -> int:
 
 class RssSampler(threading.Thread):
     """Samples the server's memory every `every` seconds, with a phase label: its resident set size
-    plus what its children (the frame worker) hold privately. The worker maps the server's weights
-    (shared memory) and libraries; summing its RSS would count those pages twice."""
+    plus what any child process holds privately (a child maps the server's libraries: summing its RSS
+    would count those pages twice)."""
 
     def __init__(self, pid: int, every: float = 0.5):
         super().__init__(daemon=True)

@@ -10,12 +10,11 @@ from bam_viz.data import data_dir
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
-# In this process (the library's tests, AppTest's runs of the pages) frames are made in threads, the
-# library's default; app.py makes the served app's in a worker process, which the browser tests (a
-# real server) and tests/test_frames.py exercise.
+# In this process (the library's tests, AppTest's runs of the pages) the server's threads make every frame,
+# the library's default; app.py has each page make its own, which the browser tests (a real server) exercise.
 from bam_viz.live.scheduler import FRAMES  # noqa: E402
 
-FRAMES.use("threads")
+FRAMES.use("server")
 
 
 @pytest.fixture(scope="session")

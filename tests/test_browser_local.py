@@ -1,4 +1,4 @@
-"""The explorer whose pages make their own frames ($BAM_VIZ_FRAME_WORKER=browser) in chromium: the
+"""The explorer whose pages make their own frames (the app's $BAM_VIZ_FRAMES=browser) in chromium: the
 server sends the sentence's states and makes no frame but the one its captions read; the page's worker
 makes every slider value's frame (views/live/local.js) at the library's numbers for the same seed; with
 the server stopped (SIGSTOP) after the states arrive, every slider press still repaints; a graph file that
@@ -38,7 +38,7 @@ def served(tmp_path_factory):
     artifacts.mkdir(exist_ok=True)
     process = []
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("BAM_VIZ_FRAME_WORKER", "browser")
+        mp.setenv("BAM_VIZ_FRAMES", "browser")
         mp.setenv("BAM_VIZ_GRAPHS", str(tmp_path_factory.mktemp("graphs")))
         with bl.serve(ROOT / "app.py", log=artifacts / "browser_local-server.log", process=process) as url:
             yield url, process[0]
@@ -85,15 +85,18 @@ def test_with_the_server_stopped_every_press_repaints(served, browser):
 
 
 def test_a_graph_cut_short_is_one_line_on_the_page(served, browser):
+    """A model whose graph no page has fetched yet (the server keeps a served file in memory: it never
+    changes under its name), its served copy cut before the first fetch."""
     url, _ = served
-    model = load_model("bam-wc")
-    graph = runtime.frame_graph(model, 32)
+    model = load_model("bam-lc")
+    graph = runtime.frame_graph(model, 32)                       # exported and linked here, as the server does
     served_file = runtime.GRAPHS / graph["graph"].rstrip("/").split("/")[-2] / graph["manifest"]["graph"]
     data = served_file.read_bytes()
     served_file.unlink()                         # a hard link to the cache: a new file, the cache untouched
     served_file.write_bytes(data[: len(data) // 3])
     try:
-        page, _, _ = bl.open_explorer(browser, url, complete=False)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(url + "/?model=bam-lc&n_samples=32&seed=0")
         page.wait_for_selector(".bamviz-local-problem", timeout=120_000)
         line = page.inner_text(".bamviz-local-problem")
         assert line.startswith("This browser could not compute the explorer's frames:") and "the frame graph at" in line
@@ -103,3 +106,20 @@ def test_a_graph_cut_short_is_one_line_on_the_page(served, browser):
     finally:
         served_file.unlink()
         served_file.write_bytes(data)
+
+
+def test_a_sentence_of_512_tokens_is_cut_to_the_models_length_said_and_computed(served, browser):
+    """The model reads at most 128 tokens: the page says so in one line, and its frames are of those."""
+    from urllib.parse import quote
+
+    url, _ = served
+    words = " ".join(["the film was long and loud but the actors were wonderful"] * 48)     # over 512 pieces
+    page, first, _ = bl.open_explorer(browser, url, query=f"?model=bam-wc&n_samples=32&seed=0&text={quote(words)}",
+                                      complete=False)
+    try:
+        assert page.get_by_text("The text is longer than this model's maximum of 128 tokens").count() >= 1
+        got = _local(page)
+        assert got["problem"] == "" and got["frames"] >= 1
+        print(f"a 128-token sentence: first charts {first:.1f} s, {got['frames']} frames made by then")
+    finally:
+        page.close()

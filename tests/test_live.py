@@ -332,7 +332,7 @@ def test_frames_of_many_grids_are_made_in_turn(monkeypatch):
             self.frames[i] = object()
 
     scheduler = scheduling.FrameScheduler(workers=1)
-    scheduler.use("threads")
+    scheduler.use("server")
     a, b, c = Grid("a", 3), Grid("b", 3), Grid("c", 3)
     c.touched -= live.IDLE_S + 1                       # nobody has asked about c for a while
     with scheduler._cond:                              # all three in place before the worker starts
@@ -363,7 +363,7 @@ def test_background_frames_wait_for_requests_being_answered(monkeypatch):
     class that never pauses still gets its grids."""
     monkeypatch.setattr(scheduling, "YIELD_S", 0.4)
     scheduler = scheduling.FrameScheduler(workers=1)
-    scheduler.use("threads")              # the server's own threads, which wait for its runs
+    scheduler.use("server")               # the server's own threads, which wait for its runs
     grid = _FakeGrid(3)
     with scheduler.foreground():
         t0 = time.monotonic()
@@ -417,74 +417,6 @@ def test_a_frame_two_requests_ask_for_at_once_is_made_once(model, monkeypatch):
     assert not grid._asked
 
 
-def test_preview_samples_are_a_quarter_at_least_eight_and_never_more_than_the_frame():
-    assert [frames.preview_samples(s) for s in (1, 2, 8, 16, 32, 64, 128)] == [1, 2, 8, 8, 8, 16, 32]
-    assert frames.request_samples(32, others=0) == 32 and frames.request_samples(32, others=1) == 8
-    assert frames.request_samples(8, others=3) == 8                   # a frame that small has no preview
-
-
-def test_under_load_a_requests_frame_is_a_preview_and_the_whole_frame_takes_its_place(model, monkeypatch):
-    """While another request's frame is being made, a request's frame draws a quarter of the
-    samples, with its own (wider) Monte Carlo errors; the page draws it and says how many samples it
-    has; the background makes the whole frame, which replaces it and is never replaced by a preview."""
-    S, i = 32, 17
-    grid = live.LiveGrid(model, TEXT, S, 0)
-    hyper, window = dict(grid.hyper_at(i, None)), grid.window
-    monkeypatch.setattr(frames.REQUESTS, "making", 1)                 # another request's frame being made
-    preview = grid.frame(i)
-    assert frames.REQUESTS.making == 1                                 # counted while it was made
-    monkeypatch.setattr(frames.REQUESTS, "making", 0)
-    assert preview.n_samples == 8 and grid.ready[i] and not grid.final(i) and not grid.complete
-    assert grid.frame_samples[i] == 8 and grid.frame(i) is preview          # drawn, not asked for again
-    same = frames.make_frame(model, TEXT, 8, 0, hyper, window)
-    np.testing.assert_allclose(preview.stats, same.stats, rtol=1e-6, atol=1e-9)
-    np.testing.assert_allclose(preview.p_samples, same.p_samples, rtol=1e-6)
-    shown = live.FrameResult(grid, i)
-    assert shown.n_samples == shown.se.n_samples == 8
-    header, arrays = live.unpack(live.summary_payload(grid, i))
-    assert header["n_samples"] == S and header["frame_samples"][i] == 8 and header["ready"][i]
-    # the page's gap verdict and band take t at the preview's own 8 samples, wider than a whole frame's
-    z = header["frame_interval_z"]
-    assert z[i] == pytest.approx(interval_multiplier(8)) and z[i] > interval_multiplier(S) + 0.3
-    assert all(v is None for v, ready in zip(z, header["ready"], strict=True) if not ready)
-    assert shown.gap_distinguishable == (abs(shown.gap) > z[i] * shown.se.gap)
-    assert np.isfinite(arrays["p_samples"][i, :8]).all() and np.isnan(arrays["p_samples"][i, 8:]).all()
-    inside, _ = live.unpack(live.inside_payload(grid, i, 0, 5, 0, 0, 1))
-    assert inside["frame_samples"][i] == 8
-
-    grid.start(i)                                        # alone now: the background makes every frame whole
-    assert grid.wait(240), "the grid was not filled in 240 s"
-    whole = grid.frames[i]
-    assert grid.final(i) and whole.n_samples == S and grid.frame_samples == [S] * len(grid.values)
-    np.testing.assert_allclose(whole.stats, frames.make_frame(model, TEXT, S, 0, hyper, window).stats,
-                               rtol=1e-6, atol=1e-9)
-    col = {name: k for k, name in enumerate(live.STATS)}
-    ratio = preview.stats[0] / whole.stats[0]              # a quarter of the samples: about twice the error
-    assert ratio[col["p_se"]] > 1.3 and ratio[col["gap_se"]] > 1.0, ratio
-    again, _ = live.unpack(live.summary_payload(grid, i))
-    assert again["id"] != header["id"] and again["frame_samples"][i] == S
-    assert again["frame_interval_z"][i] == pytest.approx(interval_multiplier(S))
-    assert grid._store(i, same) is whole and grid.frames[i] is whole        # a late preview changes nothing
-    assert live.FrameResult(grid, i).n_samples == S
-
-
-def test_alone_a_requests_frame_draws_every_sample(model):
-    grid = live.LiveGrid(model, TEXT, 32, 0)
-    assert frames.REQUESTS.making == 0
-    assert grid.frame(3).n_samples == 32 and grid.final(3)
-
-
-def test_previews_env_says_when_a_requests_frame_is_a_preview(model, monkeypatch, caplog):
-    monkeypatch.setenv(frames.PREVIEWS_ENV, "always")                  # alone, still a preview
-    grid = live.LiveGrid(model, TEXT, 32, 0)
-    assert grid.frame(3).n_samples == 8 and not grid.final(3)
-    monkeypatch.setenv(frames.PREVIEWS_ENV, "never")                   # under load, every sample
-    assert frames.request_samples(32, others=5) == 32
-    monkeypatch.setenv(frames.PREVIEWS_ENV, "sometimes")               # said in the log, the default kept
-    assert frames.request_samples(32, others=0) == 32 and frames.request_samples(32, others=1) == 8
-    assert "BAM_VIZ_PREVIEWS is one of load, always, never, not 'sometimes'" in caplog.text
-
-
 @pytest.mark.parametrize("name", ["bam-wc", "bam-lc", "dirichlet"])
 def test_densities_at_every_value_at_once_are_scipys_one_value_at_a_time(name):
     """The density panel's curves, computed for every slider value in one SciPy call, equal those of
@@ -525,15 +457,15 @@ def test_marginals_stack_only_when_alike():
 
 
 def test_a_grid_whose_pages_make_its_frames_sends_what_they_need_and_no_frame(model):
-    """$BAM_VIZ_FRAME_WORKER=browser: the server makes only the frame its captions read, by the page's
-    generator (so the captions quote the page's numbers), queues nothing, and its payloads carry no frame
+    """$BAM_VIZ_FRAMES=browser: the server makes only the frame its captions read (explain's draws, which
+    are the page's: the captions quote the page's numbers), queues nothing, and its payloads carry no frame
     but the states, each value's hyperparameters, the KL at every value and the head's softmax(psi)."""
     scheduling.FRAMES.use("browser")
     try:
         grid = live.LiveGrid(model, "a quietly moving film", 4, 3)
         grid.start(5)
     finally:
-        scheduling.FRAMES.use("threads")
+        scheduling.FRAMES.use("server")
     assert grid.in_browser and [i for i, f in enumerate(grid.frames) if f is not None] == [5]
     assert scheduling.FRAMES.idle
     want = frames.make_frame(model, grid.text, 4, 3, dict(grid.hyper_at(5)), grid.window, rng="portable")

@@ -37,23 +37,32 @@ async def _student(base: str, text: str) -> dict:
                 break
             await asyncio.sleep(0.1)
         return {"own": s.own(text), "moved": moved, "grid": s.grid(), "polling": s.polling,
-                "polls": s.polls, "new_payloads": len(s.fetched - first), "tag": tag(text), "marker": s.marker}
+                "polls": s.polls, "new_payloads": len(s.fetched - first), "tag": tag(text), "marker": s.marker,
+                "model_bytes": s.model_bytes}
     finally:
         await s.close()
 
 
-def test_students_drive_the_app_and_see_only_their_own_sentence():
+@pytest.mark.parametrize("frames", ["browser", "server"])
+def test_students_drive_the_app_and_see_only_their_own_sentence(frames, monkeypatch):
+    """Where each page makes its frames (the app's mode), a student fetches the runtime and the model's
+    graph once, is sent no frame and never polls; where the server makes them, it polls until every frame
+    is made, then stops."""
     async def both(base):
         return await asyncio.gather(*[_student(base, t) for t in TEXTS])
 
+    monkeypatch.setenv("BAM_VIZ_FRAMES", frames)
     with bl.serve(ROOT / "app.py") as base:
         results = asyncio.run(both(base))
     for r in results:
         assert r["own"] == {"own_text_in_footer": True, "own_text_in_url": True}, r["marker"]
         assert r["moved"] == [True, True]                  # each release answered at its own value
         ready, total = r["grid"]
-        assert total > 1 and ready == total and not r["polling"]   # polled until every frame, then stopped
-        assert r["polls"] >= 1 and r["new_payloads"] >= 1  # it polled, and fetched the new sentence's charts
+        assert total > 1 and not r["polling"] and r["new_payloads"] >= 1     # the new sentence's charts fetched
+        if frames == "browser":
+            assert ready == 0 and r["polls"] == 0 and r["model_bytes"] > 20e6   # the runtime's and the graph's
+        else:
+            assert ready == total and r["polls"] >= 1 and r["model_bytes"] == 0   # polled until every frame
     assert results[0]["tag"] != results[1]["tag"]
 
 

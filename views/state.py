@@ -99,9 +99,7 @@ def get_model(name: str):
 def _loaded_model(name: str, files: tuple):
     """`get_model`'s cache, by name and the files' keys (`model_files.file_key`)."""
     _one_torch_thread()
-    model = bam_viz.load(name)
-    live.FRAMES.prepare(model)
-    return model
+    return bam_viz.load(name)
 
 
 get_model.clear = _loaded_model.clear

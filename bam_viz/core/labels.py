@@ -31,7 +31,6 @@ LABELS = {
     "classes": "E[f(z)] of each class",
     "class_whiskers": "5–95% of the samples",
     "class_rest": "the other {n} classes",         # the bar that sums the classes not drawn one by one
-    "preview": "{drawn} of {total} samples for now",   # a frame made under load, its whole frame on the way
     # the predictive entropy's bar (`bam_viz.plots.wording.entropy_parts`): H[E p] = E[H p] + the plug-in MI
     "entropy": "Predictive entropy H[E p]",
     "aleatoric": "aleatoric: expected entropy E[H p]",

@@ -1,10 +1,9 @@
 """The explorer's slider grid: every slider value's charts made ahead of the user.
 
-`grid` holds `LiveGrid` (one sentence's grid), `frames` makes each value's frame (in a thread, or
-in a worker process), `result` reads a frame as the captions' result, `scheduler` orders the frames
-of every session on the server, `priority` lowers the server's threads, `wire` packs them for the
-browser. `from bam_viz.live import LiveGrid`
-keeps working; the grid module loads on first use.
+`grid` holds `LiveGrid` (one sentence's grid), `frames` makes a value's frame and the rules by which the
+page makes its own, `result` reads a frame as the captions' result, `scheduler` says who makes the frames
+(each page, or the server's threads in the background), `payloads` and `wire` pack them for the browser.
+`from bam_viz.live import LiveGrid` keeps working; the grid module loads on first use.
 """
 
 from __future__ import annotations

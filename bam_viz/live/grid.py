@@ -6,10 +6,10 @@ Weibull, `shape_k`: `POSTERIOR_PER_DECADE` values a decade) and of the prior-onl
 `PRIOR_PER_DECADE` a decade). Each posterior value is one `explain()` call, so a frame is exactly what
 `explain()` gives at that value, reduced to a `Frame` (the headline's estimates and errors, the
 per-sample predictions, spread, every stochastic head's maps in the token window, and the KL at
-every prior value). Frames are made nearest to the current value first, in the background
-(`bam_viz.live.scheduler`), while the page already draws the ones made. Under load the frame a
-request waits for may be a preview of fewer samples (`bam_viz.live.frames.request_samples`): the page
-draws it, says so, and the whole frame is made in the background and takes its place (`final`).
+every prior value). In the app each page makes the frames itself (`FRAMES.in_browser`); the server makes
+only those its captions read, and the payloads carry what the page's frame graph needs instead. Else
+(the library's default) frames are made nearest to the current value first, in the background
+(`bam_viz.live.scheduler`), while the page already draws the ones made.
 
 What depends on the prior-only slider alone is cheap and made when the payload is packed: the
 prior's draws for the selected query, its density, and the KL, which is closed form in the
@@ -19,8 +19,7 @@ use that pass's prior, where `explain()` draws the prior of each sample's keys a
 stochastic layer (for the first, the two agree).
 
 A frame holds every class (`frames.class_stats`): the summary's class is picked when a payload is packed
-(`bam_viz.live.payloads`). Where each page makes its own frames (`FRAMES.in_browser`), a grid makes only
-those its captions read, and its payloads carry what the page's frame graph needs instead of frames.
+(`bam_viz.live.payloads`).
 """
 
 from __future__ import annotations
@@ -29,7 +28,6 @@ import hashlib
 import math
 import threading
 import time
-from contextlib import nullcontext
 
 import numpy as np
 import torch
@@ -47,11 +45,9 @@ from bam_viz.live.frames import (
     MAP_PANELS,  # noqa: F401  (read as live.*)
     MAP_SAMPLES,  # noqa: F401  (read as live.*)
     QUANTILES,
-    REQUESTS,
     STATS,
     Frame,
     FrameParts,
-    WorkerGone,
     frame_rules,
     make_frame,
     quantiles,
@@ -59,7 +55,7 @@ from bam_viz.live.frames import (
 )
 from bam_viz.live.payloads import inside_payload, page_style, summary_payload  # noqa: F401  (live.*)
 from bam_viz.live.result import FrameResult  # noqa: F401  (read as live.*)
-from bam_viz.live.scheduler import FRAME_WORKER_ENV, FRAMES, POLL_MAX_S, WORKERS, wait_idle  # noqa: F401
+from bam_viz.live.scheduler import FRAMES, FRAMES_ENV, POLL_MAX_S, WORKERS, wait_idle  # noqa: F401
 from bam_viz.live.wire import FLOAT32_LIMIT, finite32, pack, unpack  # noqa: F401
 
 POSTERIOR_PER_DECADE = 12       # the posterior's log slider: ~21% steps (46 values for shape_k, with the trained 3)
@@ -127,7 +123,7 @@ class LiveGrid:
         self.window = list(range(self.T)) if window is None else [int(i) for i in window]
         self.frames: list[Frame | None] = [None] * len(self.values)
         # Each page computes this grid's frames (FRAMES.in_browser): the server makes only the frames its
-        # captions read, by the page's generator (explain's rng="portable"), and sends none of them.
+        # captions read (explain's draws are the page's), and sends none of them.
         self.in_browser = FRAMES.in_browser and n_samples >= 2      # a frame graph draws 2 samples or more
         self.sentence_key = hashlib.sha256(repr((model.name, id(model), text, n_samples, seed, self.window,
                                                  self.others)).encode()).hexdigest()[:16]
@@ -206,8 +202,7 @@ class LiveGrid:
 
     # ---- frames ----------------------------------------------------------------------------------
     def frame(self, i: int) -> Frame:
-        """Frame i, made now if no worker has made it: in the worker process before any background frame
-        when there is one (so that it holds none of the server's GIL), else in this thread."""
+        """Frame i, made now in this thread if nobody has made it."""
         hit = self.frames[i]
         if hit is not None:
             return hit
@@ -219,37 +214,22 @@ class LiveGrid:
                 self._asked[i] = mine = threading.Event()
         if other is not None:
             # Another request is making it (twenty students releasing on one lesson step): wait for
-            # that one. A background frame of the same value is not waited for: it may still be queued
-            # behind every "now" frame in the worker.
+            # that one. A background frame of the same value is not waited for: it may still be queued.
             other.wait(FRAME_TIMEOUT_S)
-            return self.frames[i] if self.frames[i] is not None else self._make(i, now=True)
+            return self.frames[i] if self.frames[i] is not None else self._make(i)
         try:
-            return self._make(i, now=True)
+            return self._make(i)
         finally:
             with self._lock:
                 self._asked.pop(i, None)
             mine.set()
 
-    def _make(self, i: int, now: bool) -> Frame:
-        """Frame i, made in the worker process when there is one and the model can be loaded there (a
-        zoo model), else here; `now`: a request waits for it (a preview under load), else every sample."""
+    def _make(self, i: int) -> Frame:
+        """Frame i, made in this thread."""
         hyper = dict(self.hyper_at(i, None))
         weights = self.softmax_weights is None
-        first = now and not any(self.ready)       # its page has nothing to draw yet: ahead of releases
-        worker, origin = FRAMES.worker, getattr(self.model, "origin", None)
-        if self.in_browser:
-            return self._store(i, make_frame(self.model, self.text, self.n_samples, self.seed, hyper, self.window,
-                                             weights=weights, rng="portable"))
-        if worker is not None and origin is not None:
-            try:
-                parts = worker.submit(self.model, self.text, self.n_samples, self.seed, hyper, self.window,
-                                      weights=weights, now=now, first=first).result(FRAME_TIMEOUT_S)
-                return self._store(i, parts)
-            except (WorkerGone, TimeoutError):  # killed, out of memory, stuck: made here; the next job starts a new one
-                pass
-        with REQUESTS.samples(self.n_samples) if now else nullcontext(self.n_samples) as n_samples:
-            parts = make_frame(self.model, self.text, n_samples, self.seed, hyper, self.window, weights=weights)
-        return self._store(i, parts)
+        return self._store(i, make_frame(self.model, self.text, self.n_samples, self.seed, hyper, self.window,
+                                         weights=weights))
 
     def _store(self, i: int, parts: FrameParts) -> Frame:
         made = Frame(stats=parts.stats, p_samples=parts.p_samples, spread=parts.spread, kl=self.kl_table(i),
@@ -257,14 +237,14 @@ class LiveGrid:
         with self._lock:
             if self.softmax_weights is None and parts.softmax_weights is not None:
                 self.softmax_weights, self.prior_weights = parts.softmax_weights, parts.prior_weights
-            if self.final(i):                   # a preview that lands after the whole frame: keep the whole
+            if self.final(i):                   # made meanwhile by another thread: keep that one
                 return self.frames[i]
             self.frames[i] = made
             self.version += 1
         return made
 
     def final(self, i: int) -> bool:
-        """Whether frame i is made with every sample (not missing, not a preview)."""
+        """Whether frame i is made with every sample."""
         f = self.frames[i]
         return f is not None and f.n_samples >= self.n_samples
 
@@ -277,7 +257,7 @@ class LiveGrid:
             self._making.add(i)
         try:
             if not self.final(i):
-                self._make(i, now=False)
+                self._make(i)
         finally:
             with self._lock:
                 self._making.discard(i)
@@ -351,12 +331,12 @@ class LiveGrid:
 
     @property
     def ready(self) -> list[bool]:
-        """Which frames the page can draw (previews included)."""
+        """Which frames the page can draw."""
         return [f is not None for f in self.frames]
 
     @property
     def frame_samples(self) -> list[int]:
-        """The samples each frame drew: the grid's, fewer for a preview, 0 where none is made."""
+        """The samples each frame drew: the grid's, 0 where none is made."""
         return samples_drawn(self.frames)
 
     @property

@@ -72,9 +72,9 @@ def summary_payload(grid, current: int, extra: dict | None = None,
     and each sample's probability of it `p_samples` (G, S), and for the predictive distribution
     `class_probs` (G, 4, C): every class's E[f(z)], the 5% and 95% points of its samples, and f(softmax).
     The header names the classes, the target and the class predicted at `current`, and the samples each
-    frame drew (`frame_samples`: fewer than `n_samples` for a preview, whose `p_samples` row ends in NaN)
+    frame drew (`frame_samples`)
     and the multiplier of an SE for its 95% interval at them (`frame_interval_z`, t with S - 1 df; null
-    under 2 samples): the page's band and gap sentence read it, a preview's wider than a whole frame's."""
+    under 2 samples): the page's band and gap sentence read it."""
     C = len(grid.classes)
     t = grid.target_at(current, target)
     frames = grid.served_frames()                    # one snapshot for the header and the arrays

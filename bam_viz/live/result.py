@@ -51,7 +51,7 @@ class FrameResult:
         self.stochastic_layers = list(grid.stochastic_layers)
         self.attention_dropout = model.attention_dropout
         self.hyper = dict(grid.hyper_at(i, j if grid.prior_spec is not None else None))
-        # a preview's own samples: its errors and the captions' sample counts are its own
+        # the frame's own samples: its errors and the captions' sample counts are its own
         self.n_samples, self.seed, self.notes = frame.n_samples, grid.seed, list(grid.notes)
         self._column = column = {name: frame.stats[:, k] for k, name in enumerate(STATS)}
         # float32, as a result's probabilities are: its gaps are their float32 differences

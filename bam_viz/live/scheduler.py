@@ -1,8 +1,8 @@
-"""The background frames of every live grid: the threads (or worker process) that make them, at
-a CPU priority below the server's requests (`bam_viz.live.priority`).
+"""Who makes the live grids' frames ($BAM_VIZ_FRAMES): each page, in the browser ("browser", the app's
+mode), or the threads here ("server", the library's), which make every grid's frames in the background.
 
-A grid is anything with `touched`, `started`, `_making`, `final(i)`, `abandoned()` and `_work(i)`:
-`bam_viz.live.grid.LiveGrid`.
+A grid is anything with `touched`, `started`, `_making`, `final(i)`, `abandoned()`, `in_browser` and
+`_work(i)`: `bam_viz.live.grid.LiveGrid`.
 """
 
 from __future__ import annotations
@@ -15,16 +15,11 @@ import time
 from collections import deque
 from contextlib import contextmanager
 
-from bam_viz.live.frames import FrameWorker
-from bam_viz.live.priority import frame_priority
-
 WORKERS = 2                     # frames made at once: this machine's cores
 
 
 class FrameScheduler:
-    """The background frames of every grid, made by WORKERS threads at lower CPU priority, or, with
-    $BAM_VIZ_FRAME_WORKER=process, sent by those threads to one worker process
-    (`bam_viz.live.frames.FrameWorker`), which keeps their Python off the server's GIL.
+    """The background frames of every grid its pages do not make (`in_browser`), by WORKERS threads.
 
     Grids take turns, a frame each (round robin), and each grid's frames come in its own order
     (nearest to its slider first). With twenty sentences typed at once, every student gets the
@@ -39,51 +34,35 @@ class FrameScheduler:
         self._threads: list[threading.Thread] = []
         self.busy = 0                             # frames being made now
         self.front = 0                            # requests being answered now (`foreground`)
-        self._worker: FrameWorker | None = None
         self._mode: str | None = None
         self._stopping = False                    # `stop`: no new frame starts
 
     @property
-    def worker(self) -> FrameWorker | None:
-        """The worker process's handle when frames are made in one ($FRAME_WORKER_ENV read once)."""
+    def mode(self) -> str:
+        """"server" or "browser", from $FRAMES_ENV (read once; `use` sets it)."""
         if self._mode is None:
-            mode = os.environ.get(FRAME_WORKER_ENV, "threads").strip().lower()
+            mode = os.environ.get(FRAMES_ENV, "server").strip().lower()
             if mode not in MODES:
-                raise ValueError(f"${FRAME_WORKER_ENV} is one of {', '.join(MODES)}, not {mode!r}")
-            self.use(mode)
-        return self._worker
+                raise ValueError(f"${FRAMES_ENV} is one of {', '.join(MODES)}, not {mode!r}")
+            self._mode = mode
+        return self._mode
 
     @property
     def in_browser(self) -> bool:
-        """Whether each page computes its grid's frames itself (the mode "browser"): the server makes
-        only the frame a run's or a release's captions read, and nothing in the background."""
-        _ = self.worker
-        return self._mode == "browser"
-
-    def prepare(self, model) -> None:
-        """Call once when a model is loaded, before any thread uses it: with a worker process, its
-        weights move into shared memory now (a move, so never while another thread reads them), and
-        the worker later maps the same pages instead of a copy of its own."""
-        if self.worker is not None:
-            from bam_viz.core.device import trim_heap
-
-            model.share_memory()
-            trim_heap()                 # the private copies the weights leave behind go back to the system
-            threading.Thread(target=self.worker.ensure, name="bam-viz-worker-start", daemon=True).start()
+        """Whether each page computes its grid's frames itself: the server makes only the frame a run's or
+        a release's captions read, and nothing in the background."""
+        return self.mode == "browser"
 
     def use(self, mode: str) -> None:
-        """Make background frames in this process's threads ("threads"), in a worker process ("process"),
-        or none: each page makes its own ("browser")."""
-        with self._cond:
-            old, self._mode = self._worker, mode
-            self._worker = FrameWorker() if mode == "process" else None
-        if old is not None:
-            old.close()
+        """Make the grids' frames here ("server") or in their pages ("browser")."""
+        if mode not in MODES:
+            raise ValueError(f"a mode is one of {', '.join(MODES)}, not {mode!r}")
+        self._mode = mode
 
     def add(self, grid, order: list[int], first: bool = False) -> None:
         """Make `grid`'s frames `order` in the background, in that order, in place of any it had
         queued; its turn comes after every other grid's, or next (`first`: its user just moved)."""
-        if self.in_browser:                       # the mode, read once before any frame is handed out
+        if getattr(grid, "in_browser", False):    # its pages make its frames
             return
         with self._cond:
             self._turns = deque(t for t in self._turns if t[0] is not grid)
@@ -116,8 +95,7 @@ class FrameScheduler:
     @contextmanager
     def foreground(self):
         """Mark a request being answered (a page or fragment run): no background frame starts while
-        one is, for up to YIELD_S. Nice alone cannot give a run the machine: the workers are threads
-        of the same process, and a frame holding the GIL stalls every run's Python."""
+        one is, for up to YIELD_S: a frame holding the GIL stalls every run's Python."""
         with self._cond:
             self.front += 1
         try:
@@ -128,17 +106,14 @@ class FrameScheduler:
                 self._cond.notify_all()
 
     def _run(self) -> None:
-        frame_priority(background=True)
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: bool(self._turns) or self._stopping)
                 if self._stopping:
                     return
-                # Runs first; after YIELD_S a frame starts anyway, so a class that never pauses still
-                # gets its grids (their polling stops only when they are done). A worker process needs
-                # no such wait: the kernel runs it only on a core no request wants.
-                if self._worker is None:
-                    self._cond.wait_for(lambda: self.front == 0 or self._stopping, timeout=YIELD_S)
+                # Runs first; after YIELD_S a frame starts anyway, so that a server that never pauses
+                # still gets its grids (their polling stops only when they are done).
+                self._cond.wait_for(lambda: self.front == 0 or self._stopping, timeout=YIELD_S)
                 job = None if self._stopping else self._next()
                 if job is None:
                     continue
@@ -172,10 +147,10 @@ class FrameScheduler:
 
     def stop(self, timeout: float | None = None) -> bool:
         """For good, at interpreter exit (registered with atexit when the threads start): no new frame
-        starts, the frames being made finish (for up to STOP_TIMEOUT_S), the threads end, then the
-        worker process is closed. A daemon thread still inside torch when Python finalizes is ended
-        by a forced unwind through torch's C++ frames, which aborts the process ("terminate called
-        without an active exception"). True when every thread ended."""
+        starts, the frames being made finish (for up to STOP_TIMEOUT_S), the threads end. A daemon thread
+        still inside torch when Python finalizes is ended by a forced unwind through torch's C++ frames,
+        which aborts the process ("terminate called without an active exception"). True when every
+        thread ended."""
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
@@ -186,8 +161,6 @@ class FrameScheduler:
         ended = not any(t.is_alive() for t in threads)
         if not ended:
             logging.getLogger(__name__).warning("bam-viz: a background frame was still being made at exit")
-        elif self._worker is not None:  # not before: a frame whose worker is gone is made in this process
-            self._worker.close()
         return ended
 
 
@@ -198,8 +171,8 @@ POLL_S = 0.5                     # a page alone fetches its grid's new frames th
 POLL_COST_S = 0.08               # the server's time for one poll, a fragment rerun (docs/performance.md)
 POLL_SHARE = 0.25                # of one core, what a class's polls may take together
 POLL_MAX_S = 6.0                 # the longest between two polls (a grid is given up after IDLE_S: more)
-FRAME_WORKER_ENV = "BAM_VIZ_FRAME_WORKER"
-MODES = ("threads", "process", "browser")
+FRAMES_ENV = "BAM_VIZ_FRAMES"
+MODES = ("server", "browser")
 YIELD_S = 0.25                   # the longest a background frame waits for requests being answered
 STOP_TIMEOUT_S = 30.0            # at exit, the longest the frames being made are waited for (`FrameScheduler.stop`)
 

@@ -308,7 +308,7 @@ const samplesOf = (frame, C) => frame.pSamples.length / C;
 
 // payloads._summary_arrays for class `target`: {stats (G, rules.stats), p_samples (G, S), class_probs (G,
 // 4, C): E[f(z)], the samples' quantiles (the rules') and f(softmax) of every class}, float32; a frame not
-// made (null) is a row of NaN, a preview's p_samples row ends in NaN.
+// made (null) is a row of NaN, and a frame of fewer samples than S ends its p_samples row in NaN.
 export function summaryArrays(frames, rules, target, G, S, C) {
   checkRules(rules);
   if (!Number.isInteger(target) || target < 0 || target >= C) throw new RangeError(`the target is a class 0 .. ${C - 1}, not ${target}`);

@@ -35,8 +35,7 @@ export function nearestReady(want, ready, n) {
   return -1;
 }
 
-// The attention samples frame i drew (a payload's `frame_samples`): fewer than the header's `n_samples`
-// for a preview made under load (bam_viz.live.frames.request_samples), the header's where not said.
+// The attention samples frame i drew (a payload's `frame_samples`), the header's `n_samples` where not said.
 export function frameSamples(h, i) {
   const total = h && Number.isInteger(h.n_samples) ? h.n_samples : 0;
   const drawn = h && Array.isArray(h.frame_samples) ? h.frame_samples[i] : undefined;

@@ -298,7 +298,7 @@ export class InsideView extends PayloadView {
     const base = offsetOf(maps, i, 0, 0, 0);
     const plane = W * W;
     const relative = !!this.h.relative;
-    const S = frameSamples(this.h, i);                   // a preview's own samples
+    const S = frameSamples(this.h, i);
     const titles = Array.isArray(this.h.map_titles) ? this.h.map_titles : [];
     const scales = Array.isArray(this.h.map_scales) ? this.h.map_scales : [];
     const isStd = (m) => scales[m] === "std";

@@ -136,15 +136,10 @@ export class SummaryView extends PayloadView {
       : finite(se) ? `± ${fixed(se, se, rule)}` : `needs ≥ ${needs[quantity]} samples`);
     const num = (v, se) => (finite(v) ? fixed(v, se, rule) : "…");
     const [p, mean, gap, soft, mi] = this.metrics;
-    // A preview (made under load) says how many of the samples it drew; the whole frame replaces it.
-    const total = this.samples();
-    const drawn = i >= 0 ? frameSamples(this.h, i) : total;
-    const preview = drawn < total ? fill(label(this.h, "preview"), { drawn, total }) : "";
+    const drawn = i >= 0 ? frameSamples(this.h, i) : this.samples();
     setText(p.value, num(st.p_mc, st.p_se));
-    setText(p.sub, preview ? `${err(st.p_se, "p_target")} · ${preview}` : err(st.p_se, "p_target"));
-    p.sub.parentElement.classList.toggle("bamviz-preview", !!preview);
-    setText(this.histTitle, `${label(this.h, "p")} across ${drawn === 1 ? "1 attention sample"
-      : preview ? `${drawn} attention samples (${preview})` : `${drawn} attention samples`}`);
+    setText(p.sub, err(st.p_se, "p_target"));
+    setText(this.histTitle, `${label(this.h, "p")} across ${drawn === 1 ? "1 attention sample" : `${drawn} attention samples`}`);
     setText(mean.value, num(st.p_mean_attention, NaN));
     setText(mean.sub, "one pass, E[w] over the samples");
     setText(gap.value, finite(st.gap) ? signedAt(st.gap, st.gap_se, rule) : "…");
