@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from views.live_route import LiveRoute
-from views.serving import BackendBase, CrossOriginIsolated, PrecompressedStatic, ServedPayloads
+from views.serving import BackendBase, CrossOriginIsolated, HashedStatic, PrecompressedStatic, ServedPayloads
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,8 +30,9 @@ def frontend(tmp_path):
 
 
 def _call(middleware, path, method="GET", headers=(("accept-encoding", "gzip, deflate, br"),), cls=PrecompressedStatic,
-          query=b""):
-    """(status, headers, body, whether the request went on to Streamlit) for one request."""
+          query=b"", app=None):
+    """(status, headers, body, whether the request went on to Streamlit) for one request, to a new `cls`
+    made with `middleware`, or to `app` (its `app` then Streamlit)."""
     sent, passed = [], []
 
     async def streamlit(scope, receive, send):
@@ -45,7 +46,10 @@ def _call(middleware, path, method="GET", headers=(("accept-encoding", "gzip, de
     async def receive():
         return {"type": "http.request", "body": b""}
 
-    app = cls(streamlit, **middleware)
+    if app is None:
+        app = cls(streamlit, **middleware)
+    else:
+        app.app = streamlit
     scope = {"type": "http", "method": method, "path": path, "query_string": query,
              "headers": [(k.encode(), v.encode()) for k, v in headers]}
     asyncio.run(app(scope, receive, send))
@@ -145,7 +149,7 @@ def test_streamlit_run_finds_the_app_and_its_middleware():
     app = module["app"]
     assert Path(app._script_path).resolve() == ROOT / "app.py"
     assert [m.cls for m in app._user_middleware] == [CrossOriginIsolated, BackendBase, PrecompressedStatic,
-                                                     ServedPayloads, LiveRoute]
+                                                     ServedPayloads, HashedStatic, LiveRoute]
 
 
 def test_payload_files_are_pruned_only_once_no_page_may_still_fetch_them(tmp_path, monkeypatch):
@@ -395,3 +399,73 @@ def test_a_websocket_goes_through_untouched():
     scope = {"type": "websocket", "path": "/_stcore/stream", "headers": []}
     asyncio.run(CrossOriginIsolated(streamlit, base_url="")(scope, None, send))
     assert passed == [(scope, send)]
+
+
+@pytest.fixture()
+def hashed(tmp_path):
+    """The app's static folder with a module, a runtime binary and a graph in hashed folders."""
+    files = {"live/js/0123456789abcdef/live.js": ("export const y = 2;\n" * 3000).encode(),
+             "ort/fedcba9876543210/ort.wasm": b"\x00asm" + bytes(20000),
+             "graphs/00112233445566aa/frame.onnx": bytes(range(256)) * 300,
+             "graphs/00112233445566bb/frame.onnx": bytes(range(255, -1, -1)) * 300}
+    for name, data in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    (tmp_path / "live" / "0123456789abcdef0123456789.bin").write_bytes(b"a payload")
+    return tmp_path, files
+
+
+def test_a_hashed_folders_file_is_read_once_and_sent_from_memory(hashed, monkeypatch):
+    import views.serving as serving
+
+    root, files = hashed
+    made = []
+
+    class Counted(serving.Entry):
+        def __init__(self, path):
+            made.append(str(path.relative_to(root)))
+            super().__init__(path)
+
+    monkeypatch.setattr(serving, "Entry", Counted)
+    app = HashedStatic(None, directory=root)
+    for name, data in files.items():
+        for _ in range(2):
+            status, headers, body, passed = _call({}, "/app/static/" + name, app=app)
+            assert status == 200 and not passed
+            assert (gzip.decompress(body) if headers.get("content-encoding") == "gzip" else body) == data
+        assert made.count(name) == 1, made
+    _, headers, body, _ = _call({}, "/app/static/graphs/00112233445566aa/frame.onnx", headers=(), app=app)
+    assert "content-encoding" not in headers and body == files["graphs/00112233445566aa/frame.onnx"]
+    status, headers, body, _ = _call({}, "/app/static/ort/fedcba9876543210/ort.wasm", app=app)
+    assert headers["content-encoding"] == "gzip" and len(body) < len(files["ort/fedcba9876543210/ort.wasm"]) / 4
+
+
+@pytest.mark.parametrize("path", ["/app/static/live/0123456789abcdef0123456789.bin", "/app/static/ort/short/ort.wasm",
+                                  "/app/static/ort/fedcba9876543210/missing.wasm", "/static/js/x.js"])
+def test_anything_but_a_hashed_folders_file_goes_to_streamlit(hashed, path):
+    assert _call({"directory": hashed[0]}, path, cls=HashedStatic)[3]
+
+
+def test_the_files_kept_are_bounded_least_recently_sent_first(hashed, monkeypatch):
+    import views.serving as serving
+
+    root, files = hashed
+    monkeypatch.setattr(serving, "HASHED_KEEP_BYTES", 80_000)
+    app = HashedStatic(None, directory=root)
+
+    async def fetch(name):
+        async def send(message):
+            pass
+        scope = {"type": "http", "method": "GET", "path": "/app/static/" + name, "query_string": b"",
+                 "headers": [(b"accept-encoding", b"gzip")]}
+        await app(scope, None, send)
+
+    async def walk():
+        for name in ("ort/fedcba9876543210/ort.wasm", "graphs/00112233445566aa/frame.onnx",
+                     "live/js/0123456789abcdef/live.js", "ort/fedcba9876543210/ort.wasm",
+                     "graphs/00112233445566bb/frame.onnx"):
+            await fetch(name)
+    asyncio.run(walk())
+    kept = [k for k, e in app._entries.items() if e is not None]        # the first graph went, the oldest sent
+    assert kept == ["live/js/0123456789abcdef/live.js", "ort/fedcba9876543210/ort.wasm",
+                    "graphs/00112233445566bb/frame.onnx"]

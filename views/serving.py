@@ -10,7 +10,9 @@ its size), kept in memory, and written in one piece. Only what a client asks for
 whole frontend is 26 MB, its compressed scripts a quarter of that), and a client that does not accept
 gzip, or a path that is not a file of the frontend, goes to Streamlit as before. The caching headers
 are Streamlit's: the bundles' names carry their hash, so browsers may keep them for a year.
-`ServedPayloads` does the same for the explorer's chart payloads, from their gzipped copies on disk.
+`ServedPayloads` does the same for the explorer's chart payloads, from their gzipped copies on disk, and
+`HashedStatic` for the app's hashed folders: the explorer's modules, the browser runtime (15 MB of WASM,
+which Streamlit gzipped again at every fetch, about a second of CPU per student) and the frame graphs.
 `CrossOriginIsolated` makes every page cross-origin isolated (the browser runtime's WASM threads need
 it) and sends the files of the app's hashed folders (modules, runtime, frame graphs) as immutable.
 """
@@ -30,7 +32,8 @@ from streamlit.web.server.starlette.starlette_server_config import STATIC_ASSET_
 from views.components import HASH_CHARS, PAYLOAD_NAME, STATIC, app_path, packed_bytes
 
 GZIP_LEVEL = 9                  # once per file, so the smallest: 2.3 MB of scripts to about 0.6 MB
-COMPRESSIBLE = (".js", ".css", ".json", ".svg", ".html", ".map", ".txt", ".ttf")
+COMPRESSIBLE = (".js", ".mjs", ".css", ".json", ".svg", ".html", ".map", ".txt", ".ttf", ".wasm")
+HASHED_KEEP_BYTES = 256 * 2**20  # what `HashedStatic` keeps in memory: the runtime and a few models' graphs
 # Streamlit's own contract for its hashed bundles (starlette_static_routes._apply_cache_headers).
 CACHE_CONTROL = f"public, immutable, max-age={STATIC_ASSET_CACHE_MAX_AGE_SECONDS}".encode()
 # On every response: the page may then share memory with its workers (SharedArrayBuffer), which
@@ -146,6 +149,39 @@ class PrecompressedStatic:
         await send({"type": "http.response.start", "status": status, "headers": entry.headers(status)})
         body = entry.body if status == 200 and scope["method"] == "GET" else b""
         await send({"type": "http.response.body", "body": body})
+
+
+class HashedStatic(PrecompressedStatic):
+    """ASGI middleware: GET and HEAD of a file of the app's hashed folders (`<base>/app/static/<HASHED>`:
+    views.components.hashed_copy, views.runtime), which never change under their name: each is read and
+    compressed once (gzip where that is smaller: the runtime's WASM to a quarter; a graph's float32 weights
+    are sent as they are) and sent from memory in one piece, up to HASHED_KEEP_BYTES of them, the least
+    recently sent going first. Headers: CrossOriginIsolated's (immutable, the type)."""
+
+    def __init__(self, app, directory: str | Path | None = None, base_url: str | None = None):
+        self.app = app
+        self.root = Path(directory or STATIC.parent).resolve()
+        self.prefix = app_path("app/static/", base_url)
+        self._entries: dict[str, Entry | None] = {}
+        self.hashed = re.compile(HASHED)
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["method"] in ("GET", "HEAD") and scope["path"].startswith(self.prefix):
+            relative = scope["path"][len(self.prefix):]
+            entry = await self._entry(relative) if self.hashed.fullmatch(relative) else None
+            if entry is not None and (entry.encoding is None or _accepts_gzip(scope)):
+                self._entries.pop(relative, None)
+                self._entries[relative] = entry                                  # the most recently sent last
+                await self._send(entry, scope, send)
+                return
+        await self.app(scope, receive, send)
+
+    async def _entry(self, relative: str) -> Entry | None:
+        entry = await super()._entry(relative)
+        kept = [k for k, e in self._entries.items() if e is not None]
+        while sum(len(self._entries[k].body) for k in kept) > HASHED_KEEP_BYTES and len(kept) > 1:
+            self._entries.pop(kept.pop(0))
+        return entry
 
 
 class ServedPayloads:
