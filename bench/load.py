@@ -251,9 +251,13 @@ async def student(base: str, j: int, presses: int, delay: float, timeout_s: floa
         for _ in range(presses):
             await asyncio.sleep(rng.uniform(*PAUSES_S))
             i = min(i + 1, len(values) - 1)
-            rec["releases_s"].append(round(await s.release("shape_k", values[i], timeout_s), 4))
-        if rec["releases_s"]:
+            took = await s.release("shape_k", values[i], timeout_s)     # None: its page asks the server nothing
+            if took is not None:
+                rec["releases_s"].append(round(took, 4))
+        if presses:
+            t0 = time.perf_counter()
             await s.settle("shape_k", values[i], timeout_s)      # the values sent once the slider rests
+            rec["settle_s"] = round(time.perf_counter() - t0, 3)
         rec.update(s.own(rec["text"]))
         rec["grid_ready"], rec["polls"], rec["bytes_in"] = list(s.grid()), s.polls, s.bytes_in
         rec["model_bytes"] = s.model_bytes

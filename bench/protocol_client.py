@@ -151,10 +151,12 @@ class Student:
         self.sentence_server_s = int(m["ms"]) / 1000 if m else None
         return time.perf_counter() - t0
 
-    async def release(self, name: str, value: float, timeout: float) -> float:
-        """A slider's release: `name` moved to `value`, every other slider where it is. Answered by the
-        live route when the page has one (timed to the last byte of the payloads its answer names;
-        the values go to Session State once the sliders rest), else by a run (timed to the footer)."""
+    async def release(self, name: str, value: float, timeout: float) -> float | None:
+        """A slider's release: `name` moved to `value`, every other slider where it is. Where the page makes
+        its own frames (its summary names a frame graph) the server is asked nothing: the values go to
+        Session State once the sliders rest, and None comes back. Else answered by the live route when the
+        page has one (timed to the last byte of the payloads its answer names; the values go once the
+        sliders rest), else by a run (timed to the footer)."""
         sliders = self.sliders or {}
         hyper = {s["name"]: float(s["current"]) for s in sliders.get("sliders", [])}
         hyper.update(self._hyper or {})
@@ -162,6 +164,12 @@ class Student:
         self._hyper = hyper
         wid = self.widgets["live_sliders"]
         t0 = time.perf_counter()
+        if (self.summary or {}).get("frame_graph"):
+            if self._send_later is not None:
+                self._send_later.cancel()
+            self._send_later = asyncio.get_running_loop().call_later(
+                HYPER_SEND_MS / 1000, lambda: asyncio.ensure_future(self._send_hyper(wid)))
+            return None
         if self.route:
             if self._send_later is not None:
                 self._send_later.cancel()

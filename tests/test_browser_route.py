@@ -1,6 +1,8 @@
-"""A release in the real app, in headless Debian chromium: the live route answers it (views/live_route.py),
-so the charts and their captions move to the released value while the server's footer still shows the
-last run, and the values reach Session State, the footer and the URL once the slider rests.
+"""A release in the real app, in headless Debian chromium. Where the server makes the frames
+(BAM_VIZ_FRAMES=server), the live route answers it (views/live_route.py), so the charts and their
+captions move to the released value while the server's footer still shows the last run; where the page
+makes them (the app's default) the route is not asked, and the captions come with the values' run.
+Either way the values reach Session State, the footer and the URL once the slider rests.
 
 Fails (never skips) when chromium is missing.
 """
@@ -28,7 +30,9 @@ STATE_JS = """() => {
 }"""
 
 
-def test_a_release_is_answered_by_the_route_then_the_values_reach_the_url():
+@pytest.mark.parametrize("frames", ["server", "browser"])
+def test_a_release_is_answered_by_the_route_then_the_values_reach_the_url(frames, monkeypatch):
+    monkeypatch.setenv("BAM_VIZ_FRAMES", frames)
     (ROOT / "artifacts").mkdir(exist_ok=True)
     with bl.explorer_session(log=ROOT / "artifacts" / "browser-route-server.log") as page:
         box = page.get_by_label("Sentence (text)")
@@ -42,6 +46,15 @@ def test_a_release_is_answered_by_the_route_then_the_values_reach_the_url():
         page.locator("input.bamviz-range").first.focus()
         page.keyboard.press("ArrowRight")
         page.keyboard.press("ArrowRight")
+        if frames == "browser":
+            value = page.evaluate("() => window.bamviz.values.shape_k")
+            k = f"shape_k={value:.3g}"
+            page.wait_for_function(f"({FOOTER_JS})().includes({k!r})", timeout=30_000)
+            page.wait_for_function(f"() => ({STATE_JS})().at === {before['want'] + 2}", timeout=30_000)
+            seen = page.evaluate(STATE_JS)
+            assert seen["answers"] == before["answers"] and seen["want"] == before["want"] + 2   # no route asked
+            assert bl.marker_view(page) > view and k in page.url
+            return
         deadline, seen = time.monotonic() + 30, None
         while time.monotonic() < deadline:
             seen = page.evaluate(STATE_JS)

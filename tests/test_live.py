@@ -458,8 +458,9 @@ def test_marginals_stack_only_when_alike():
 
 def test_a_grid_whose_pages_make_its_frames_sends_what_they_need_and_no_frame(model):
     """$BAM_VIZ_FRAMES=browser: the server makes only the frame its captions read (explain's draws, which
-    are the page's: the captions quote the page's numbers), queues nothing, and its payloads carry no frame
-    but the states, each value's hyperparameters, the KL at every value and the head's softmax(psi)."""
+    are the page's: the captions quote the page's numbers), queues nothing, and its payloads carry that
+    frame alone (the page draws it until it has made its own), the states, each value's hyperparameters,
+    the KL at every value and the head's softmax(psi)."""
     scheduling.FRAMES.use("browser")
     try:
         grid = live.LiveGrid(model, "a quietly moving film", 4, 3)
@@ -471,13 +472,14 @@ def test_a_grid_whose_pages_make_its_frames_sends_what_they_need_and_no_frame(mo
     want = frames.make_frame(model, grid.text, 4, 3, dict(grid.hyper_at(5)), grid.window, rng="portable")
     np.testing.assert_array_equal(grid.frames[5].stats, want.stats)
     header, arrays = live.unpack(live.summary_payload(grid, 5))
-    assert header["ready"] == [False] * len(grid.values) and np.isnan(arrays["stats"]).all()
+    made = [i == 5 for i in range(len(grid.values))]
+    assert header["ready"] == made and np.isfinite(arrays["stats"][5, 0]) and np.isnan(arrays["stats"][6]).all()
     np.testing.assert_array_equal(arrays["states"], lower_states(model, grid.text).x[0].numpy())
     here = header["frames_here"]
     assert here["sentence"] == header["sentence"] == grid.sentence_key and here["seed"] == "3"
     assert [v["shape_k"] for v in here["values"]] == pytest.approx(grid.values)
     assert here["rules"] == frames.frame_rules() and here["interval_z"] == pytest.approx(interval_multiplier(4))
     header, arrays = live.unpack(live.inside_payload(grid, 5, 2, 3, 1, 2, 1))
-    assert header["sentence"] == grid.sentence_key and header["ready"] == [False] * len(grid.values)
+    assert header["sentence"] == grid.sentence_key and header["ready"] == made
     np.testing.assert_allclose(arrays["kl"], grid.kl_tables(), rtol=1e-6)
     assert np.isfinite(arrays["kl"]).all() and arrays["softmax"].shape == (grid.T, grid.T)

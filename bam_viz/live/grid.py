@@ -307,8 +307,9 @@ class LiveGrid:
                 self._launch(self._around if self._around is not None else made[0])
 
     def served_frames(self) -> list[Frame | None]:
-        """The frames a payload carries: those made (a snapshot), or none where the page makes its own."""
-        return [None] * len(self.frames) if self.in_browser else list(self.frames)
+        """The frames a payload carries: those made, a snapshot (where the page makes its own, only those
+        the captions read: the page draws them until it has made them too)."""
+        return list(self.frames)
 
     def kl_tables(self) -> np.ndarray:
         """(G, B, L, H) `kl_table` at every posterior value, made once (closed form: no frame needed)."""

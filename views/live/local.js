@@ -4,13 +4,28 @@
 // `frame_graph` (views.runtime.frame_graph: the runtime's and the model graph's URLs and its manifest, or
 // the problem), its arrays the sentence's `states`. One module Web Worker (frame_worker.js) runs the
 // model's frame graph at every slider value, the slider's first, and each frame it posts is reduced here
-// by frame.js into the arrays the summary and inside views draw, in place of the server's (which carry
-// no frame). The server's payloads keep coming (captions, a new selection): `fill` puts the frames back
-// into each one's arrays.
+// by frame.js into the arrays the summary and inside views draw. The server's payloads carry only the
+// frames its captions read (the same numbers: explain()'s draws are the page's), drawn until this
+// browser makes its own; they keep coming (captions, a new selection), and `fill` puts the frames made
+// here back into each one's arrays.
 import { frameFromOutputs, insideArrays, summaryArrays } from "./frame.js";
 import { sliderIndex } from "./indices.js";
 
 const MAX_THREADS = 4;          // WASM threads asked for: onnxruntime-web gains little past four
+
+// In `arrays` (frame.js's, a row per slider value), the server's rows of the values this browser has not
+// made a frame of and the server has (`servedReady`); `served` the payload's arrays ({data, shape, scale}).
+function keepServed(arrays, served, frames, servedReady) {
+  for (const [name, local] of Object.entries(arrays)) {
+    const s = served && served[name];
+    if (!s || s.data.length !== local.data.length) continue;
+    const row = local.data.length / local.shape[0];
+    frames.forEach((f, i) => {
+      if (f || servedReady[i] !== true) return;
+      for (let k = i * row; k < (i + 1) * row; k++) local.data[k] = s.data[k] * s.scale;
+    });
+  }
+}
 
 export class LocalFrames {
   constructor(bus, change) {
@@ -104,18 +119,23 @@ export class LocalFrames {
     if (!h || !here || h.sentence !== this.key || !(view.kind === "summary" || view.kind === "inside")) return false;
     const frames = this.frames;
     const S = here.n_samples;
+    const served = view.servedReady || [];
+    const arrays = view.kind === "summary"
+      ? summaryArrays(frames, here.rules, h.target, frames.length, S, h.classes.length)
+      : view.a.softmax && insideArrays(frames, here.rules, { layer: h.layer, head: h.head, query: h.query,
+        window: h.window, softmax: view.a.softmax.data, layers: h.layers, heads: h.heads, nSamples: S });
+    if (!arrays) return false;
+    keepServed(arrays, view.served, frames, served);
+    Object.assign(view.a, arrays);
     if (view.kind === "summary") {
-      Object.assign(view.a, summaryArrays(frames, here.rules, h.target, frames.length, S, h.classes.length));
-      h.frame_interval_z = frames.map((f) => (f ? here.interval_z : null));
-    } else {
-      if (!view.a.softmax) return false;
-      Object.assign(view.a, insideArrays(frames, here.rules, { layer: h.layer, head: h.head, query: h.query,
-        window: h.window, softmax: view.a.softmax.data, layers: h.layers, heads: h.heads, nSamples: S }));
+      const z = Array.isArray(h.frame_interval_z) ? h.frame_interval_z : [];
+      h.frame_interval_z = frames.map((f, i) => (f ? here.interval_z : served[i] === true ? z[i] : null));
     }
-    h.ready = frames.map((f) => f !== null);
-    h.frame_samples = frames.map((f) => (f ? S : 0));
+    const samples = Array.isArray(h.frame_samples) ? h.frame_samples : [];
+    h.ready = frames.map((f, i) => f !== null || served[i] === true);
+    h.frame_samples = frames.map((f, i) => (f ? S : served[i] === true ? samples[i] : 0));
     view.filled = (view.filled || 0) + 1;             // what a chart drew from the arrays is stale
-    view.root.dataset.ready = String(frames.filter((f) => f !== null).length);
+    view.root.dataset.ready = String(h.ready.filter((r) => r).length);
     view.root.dataset.local = String(this.stats.frames);
     return true;
   }

@@ -4,11 +4,11 @@
 // debounce (view.js, `askRoute`), and sends the values to Session State (the URL, the sections below
 // the charts) once the sliders rest, the data's `send_ms` after the last release (views/live_route.py,
 // HYPER_SEND_MS): one run of the page for a student's run of presses, not one each. Without a route,
-// or when it fails, the values go at once.
+// or when it fails, the values go at once. A page that makes its own frames asks no route.
 import { el, setText, show } from "./dom.js";
 import { clamp, finite, fmtG } from "./format.js";
 import { nearestIndex } from "./indices.js";
-import { askRoute, BUS, CHANGE, View } from "./view.js";
+import { askRoute, BUS, CHANGE, framesHere, View } from "./view.js";
 
 const DEBOUNCE_MS = 400;
 
@@ -140,6 +140,12 @@ export class SlidersView extends View {
     clearTimeout(this.hyperTimer);
     this.timer = setTimeout(() => {
       this.timer = null;
+      // This page makes its frames: the charts are here already, and the captions come with the values'
+      // run once the sliders rest (a frame the server makes for them, not one a release).
+      if (framesHere()) {
+        this.hyperTimer = setTimeout(() => this.sendHyper(), this.sendMs);
+        return;
+      }
       const asked = askRoute();
       if (!asked) { this.sendHyper(); return; }
       asked.catch(() => { clearTimeout(this.hyperTimer); this.sendHyper(); });

@@ -27,6 +27,14 @@ if (!BUS.route) {
     .then((r) => { if (!r.ok) throw new Error(`${r.status} ${r.statusText}`); return r.json(); }));
 }
 
+// Whether this page makes its own sentence's frames now (local.js), with no problem: its charts need no
+// server, and its captions follow once the sliders rest (sliders.js).
+export function framesHere() {
+  const local = BUS.local;
+  const summary = BUS.views.summary;
+  return !!(local && local.key && !local.problem && summary && summary.h && summary.h.sentence === local.key);
+}
+
 // Ask the server's live route for the charts at the sliders' values now (route.js): a Promise, or null
 // when the page has no route (then a run of the page answers, as a rerun of the fragment).
 export function askRoute() {
@@ -340,6 +348,8 @@ export class PayloadView extends View {
       this.a = readArrays(bytes, header, blobStart);
       this.h = header;
       if (header.sentence) {
+        this.served = { ...this.a };        // the server's arrays: the frames its captions read
+        this.servedReady = Array.isArray(header.ready) ? header.ready.slice() : [];
         if (this.kind === "summary") localFrames().sentence(header, this.a);
         localFrames().fill(this);
       }
@@ -351,7 +361,10 @@ export class PayloadView extends View {
     }
     const old = this.h;
     this.h = header;
-    if (header.sentence) localFrames().fill(this);
+    if (header.sentence) {
+      this.servedReady = Array.isArray(header.ready) ? header.ready.slice() : [];
+      localFrames().fill(this);
+    }
     const scaleChanged = this.setPresentation(!!header.presentation);
     if (scaleChanged || themeChanged) { this.structure(); this.paint(this.charts); return; }
     const relative = !!old.relative !== !!header.relative ? this.relativeCharts() : [];
