@@ -273,7 +273,7 @@ def test_the_page_polls_while_its_grid_is_made_and_stops_when_it_is_whole(monkey
     """The summary's header asks the page to poll (`poll.ms`, the server's `poll_interval` now) while
     the sentence's grid is being made, with new bytes every run so that the page sets its timer again,
     and asks for none once every frame is made; no fragment keeps a Streamlit timer (`run_every`), whose
-    stale reruns crashed a page's element tree (docs/performance.md, "The stall")."""
+    stale reruns crashed a page's element tree (docs/performance.md, "Tried and not kept")."""
     monkeypatch.setattr(live.FRAMES, "poll_interval", lambda: 2.5)
     at = ok(new_app(model="bam-wc", text="A film I keep thinking about.").run())
     first = payload(at)[0]["poll"]

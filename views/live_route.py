@@ -1,9 +1,8 @@
-"""The live route: a slider's release, or a poll for new frames, answered without a run of the page.
+"""The live route: a slider's release, or a poll for new frames, answered without a run of the page,
+where the server makes the frames (`BAM_VIZ_FRAMES=server`; a page that makes its own asks nothing).
 
-A release used to rerun the explorer's fragment: every widget of the sidebar and the panels again, their
-deltas to the browser, and Streamlit's frontend redrawing them. Under a class those runs were the
-server's bottleneck, not the frames: with frames of 2 samples, which cost almost nothing, the release
-p95 stayed over 3 s (docs/performance.md, "A class of twenty"). The page now asks
+A run of the explorer's fragment per release was a class's bottleneck (docs/performance.md, "Tried and
+not kept"). The page asks
 `<base>/_bamviz/live?t=<token>&shape_k=<k>&beta=<b>` instead (the sliders' values), and the answer names
 the summary's and the inside panel's payloads at the nearest values of the grids, captions included,
 made by the same functions as a run's (`views.panels`). The page sends the values to Session State

@@ -3,7 +3,7 @@
 Every new page fetches Streamlit's frontend: 2.3 MB of scripts and styles before its websocket opens.
 Streamlit serves them uncompressed, in 64 KiB pieces, each read in a worker thread and written by the
 event loop; under a class each piece waits for the server's GIL, which twenty sessions' runs want, so
-later students waited 3-10 s for the scripts alone (docs/performance.md, "A class of twenty").
+later students waited 3-10 s for the scripts alone (docs/performance.md, "Tried and not kept").
 
 `PrecompressedStatic` answers those requests itself: each file compressed once (gzip, to a quarter of
 its size), kept in memory, and written in one piece. Only what a client asks for is kept (Streamlit's
@@ -189,9 +189,9 @@ class ServedPayloads:
     `views.components.publish`), sent gzipped in one piece.
 
     Streamlit's static serving sent each payload (0.6-1 MB) in 64 KiB pieces, each read in a thread and
-    gzipped again on the event loop, per fetch: under a class, a sixth of the server's samples
-    (docs/performance.md, "A class of twenty"). Here a fetch costs one read in a thread (and at the
-    payload's first fetch its compression, `components.packed_bytes`, kept beside it) and one write. A
+    gzipped again on the event loop, per fetch (docs/performance.md, "Tried and not kept"). Here a fetch
+    costs one read in a thread (and at the payload's first fetch its compression,
+    `components.packed_bytes`, kept beside it) and one write. A
     client that does not accept gzip, or a name never published, goes to Streamlit as before."""
 
     def __init__(self, app, directory: str | Path | None = None, base_url: str | None = None):

@@ -78,7 +78,7 @@ def samples_drawn(frames) -> list[int]:
 def quantiles(w: torch.Tensor, qs: tuple[float, ...]) -> torch.Tensor:
     """torch.quantile over dimension 0 (linear interpolation), from one sort: (len(qs), *w.shape[1:]).
     NumPy's sort along the first axis, because torch.quantile (and torch's sort over the samples) is
-    far slower on this shape (docs/performance.md, "A new sentence in the live explorer")."""
+    far slower on this shape (docs/performance.md, "A frame on the server")."""
     s = torch.from_numpy(np.sort(w.numpy(), axis=0))
     n = s.shape[0]
     out = []

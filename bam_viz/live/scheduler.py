@@ -137,7 +137,7 @@ class FrameScheduler:
         """How often a page fetches its grid's new frames while they are made: every POLL_S alone; with
         n grids being made, every n x POLL_COST_S / POLL_SHARE seconds (at most POLL_MAX_S), so that the
         class's polls together take about POLL_SHARE of a core, whatever else the server answers: each
-        poll is a rerun of the page's fragment (docs/performance.md, "A class of twenty")."""
+        poll is a rerun of the page's fragment."""
         return min(max(POLL_S, self.active * POLL_COST_S / POLL_SHARE), POLL_MAX_S)
 
     @property
