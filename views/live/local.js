@@ -1,4 +1,4 @@
-// The explorer's frames made in this browser (the server's $BAM_VIZ_FRAME_WORKER=browser). A summary
+// The explorer's frames made in this browser (the server's $BAM_VIZ_FRAMES=browser, the app's). A summary
 // payload's header then brings `frames_here` (bam_viz.live.grid.LiveGrid.browser_frames: the graph's
 // hyperparameters at each slider value, seed, S, the reduction's rules, f(softmax), the token window) and
 // `frame_graph` (views.runtime.frame_graph: the runtime's and the model graph's URLs and its manifest, or
@@ -53,7 +53,12 @@ export class LocalFrames {
     this.key = here.sentence;
     this.here = here;
     this.frames = new Array(here.values.length).fill(null);
-    this.problem = "";
+    this.problem = "";                       // a sentence that starts says nothing of the last one's failure
+    const s = this.bus.views.summary;
+    if (s && s.root) {
+      s.root.querySelectorAll(".bamviz-local-problem").forEach((node) => node.remove());
+      delete s.root.dataset.localProblem;
+    }
     this.stats.frames = 0;
     this.stats.ms = [];
     if (!this.worker || graph.graph !== this.graph) this.load(graph);
