@@ -123,7 +123,7 @@ class LiveGrid:
         self.window = list(range(self.T)) if window is None else [int(i) for i in window]
         self.frames: list[Frame | None] = [None] * len(self.values)
         # Each page computes this grid's frames (FRAMES.in_browser): the server makes only the frames its
-        # captions read (explain's draws are the page's), and sends none of them.
+        # captions read (explain's draws are the page's), which the page draws until it has made its own.
         self.in_browser = FRAMES.in_browser and n_samples >= 2      # a frame graph draws 2 samples or more
         self.sentence_key = hashlib.sha256(repr((model.name, id(model), text, n_samples, seed, self.window,
                                                  self.others)).encode()).hexdigest()[:16]
@@ -305,11 +305,6 @@ class LiveGrid:
             made = [i for i, f in enumerate(self.frames) if f is not None]
             if made:
                 self._launch(self._around if self._around is not None else made[0])
-
-    def served_frames(self) -> list[Frame | None]:
-        """The frames a payload carries: those made, a snapshot (where the page makes its own, only those
-        the captions read: the page draws them until it has made them too)."""
-        return list(self.frames)
 
     def kl_tables(self) -> np.ndarray:
         """(G, B, L, H) `kl_table` at every posterior value, made once (closed form: no frame needed)."""

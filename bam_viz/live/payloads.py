@@ -77,7 +77,7 @@ def summary_payload(grid, current: int, extra: dict | None = None,
     under 2 samples): the page's band and gap sentence read it."""
     C = len(grid.classes)
     t = grid.target_at(current, target)
-    frames = grid.served_frames()                    # one snapshot for the header and the arrays
+    frames = list(grid.frames)                       # one snapshot for the header and the arrays
     drawn = samples_drawn(frames)
     ready = [n > 0 for n in drawn]
     arrays = grid.memo("summary", (tuple(drawn), t), lambda: _summary_arrays(grid, frames, t), keep=2)
@@ -148,7 +148,7 @@ def inside_payload(grid, current: int, prior_current: int, layer: int, head: int
     L, H = grid.model.n_layers, grid.model.n_heads
     k = min(MAP_SAMPLES, grid.n_samples)
     kl = np.full((G, B, L, H), np.nan)
-    frames = grid.served_frames()
+    frames = list(grid.frames)
     drawn = samples_drawn(frames)
     for i, f in enumerate(frames):
         if f is not None:

@@ -49,7 +49,7 @@ export function askRoute() {
 }
 
 export const CHANGE = "bamviz:change";
-// The frames this browser makes, where the server makes none (local.js): one for the page.
+// The frames this browser makes (local.js): one for the page.
 const localFrames = () => BUS.local || (BUS.local = new LocalFrames(BUS, CHANGE));
 const FLUSH_MS = 250;                   // off-screen charts are brought up to date this long after a move
 
