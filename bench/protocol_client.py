@@ -59,6 +59,22 @@ def tag(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
 
 
+def caption_numbers(here: dict, index: int) -> dict:
+    """What a page that makes its frames sends the server of its frame at `index` for the captions
+    (views/live/local.js, `captionNumbers`), by the summary header's `frames_here`, with made-up values
+    in range: a student makes no frame (its laptop would), and the server's work on them is the same."""
+    C, S, G = len(here["softmax_probs"]), here["n_samples"], len(here["values"])
+    L, H, T, window = here["layers"], here["heads"], here["tokens"], here["window"]
+    stats = [0.25] * (C * len(here["rules"]["stats"]))
+    row = {"top": [0] * (H * T), **{f: [0.25] * (H * T) for f in ("mean", "se", "lo", "hi", "share")},
+           "query": [window[0]] * H, "key": [window[-1]] * H,
+           **{f: [0.25] * H for f in ("std_max", "std_mean", "map_share")}}
+    return {"sentence": here["sentence"], "index": index, "n_samples": S, "stats": stats,
+            "p_samples": [1 / C] * (S * C), "spread": [0.01] * (L * H),
+            "rows": {str(layer): row for layer in here["stochastic_layers"]},
+            "sweep": [stats if i == index else None for i in range(G)]}
+
+
 class Student:
     """One protocol session. `await start(query)`, then `type(text)` and `release(name, value)`;
     each returns the seconds until the server's footer shows the change."""
@@ -86,6 +102,8 @@ class Student:
         self.model_bytes = 0                       # the runtime's and the graph's, on a first visit
         self._model: asyncio.Task | None = None    # their download
         self.polls = 0
+        self.frames_sent = 0                       # frames sent for the captions (a page that makes them)
+        self._waits_answered: set = set()          # (sentence, index) the captions waited for, answered
         self._changed = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
         self._pool = ThreadPoolExecutor(max_workers=CONNECTIONS, thread_name_prefix="student")
@@ -165,10 +183,12 @@ class Student:
         wid = self.widgets["live_sliders"]
         t0 = time.perf_counter()
         if (self.summary or {}).get("frame_graph"):
+            # the values go with the page's frame there, for the captions, once the sliders rest
             if self._send_later is not None:
                 self._send_later.cancel()
+            index = self._posterior_index(hyper)
             self._send_later = asyncio.get_running_loop().call_later(
-                HYPER_SEND_MS / 1000, lambda: asyncio.ensure_future(self._send_hyper(wid)))
+                HYPER_SEND_MS / 1000, lambda: asyncio.ensure_future(self._send_frame(index, dict(hyper))))
             return None
         if self.route:
             if self._send_later is not None:
@@ -220,6 +240,27 @@ class Student:
         self.model_bytes += sum(len(b) for b in got)
         self._stamp("model")
         self._changed.set()
+
+    def _posterior_index(self, hyper: dict) -> int | None:
+        """The summary's posterior slider value nearest to its value in `hyper` (None without one)."""
+        slider = (self.summary or {}).get("slider") or {}
+        values, v = slider.get("values") or [], hyper.get(slider.get("name"))
+        return None if v is None or not values else min(range(len(values)), key=lambda k: abs(values[k] - v))
+
+    async def _send_frame(self, index: int | None, hyper: dict | None) -> None:
+        """The summary's "frame" state, as a page that makes its frames sends it (views/page_frames.py): the
+        slider values (None: the server's) and the frame at posterior value `index` for the captions."""
+        self._send_later = None
+        here = (self.summary or {}).get("frames_here")
+        if not here:
+            return
+        if index is None:
+            index = (self.summary.get("slider") or {}).get("current", 0)
+        wid = self.widgets["live_summary"]
+        self.frames_sent += 1
+        self.states[wid] = ("json_value", json.dumps({"frame": {"hyper": hyper,
+                                                                "numbers": caption_numbers(here, index)}}))
+        await self._send(fragment=self.fragment_of.get(wid, ""))
 
     async def _send_hyper(self, wid: str) -> None:
         self._send_later = None
@@ -361,6 +402,11 @@ class Student:
                 self.sliders = json.loads(sub.json)
             if wid.endswith("-live_summary") and sub.WhichOneof("data") == "bytes":
                 self._arm(self._header(sub.bytes), wid)
+                wait = (self.summary or {}).get("captions_wait")
+                here = (self.summary or {}).get("frames_here") or {}
+                if isinstance(wait, int) and (here.get("sentence"), wait) not in self._waits_answered:
+                    self._waits_answered.add((here.get("sentence"), wait))        # the captions wait for its frame
+                    asyncio.ensure_future(self._send_frame(wait, None))
                 if self._model is None and (self.summary or {}).get("frame_graph"):
                     self._model = asyncio.create_task(self._model_files(self.summary))
             for url in set(PAYLOAD.findall(sub.SerializeToString())):

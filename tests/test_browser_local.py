@@ -1,12 +1,14 @@
 """The explorer whose pages make their own frames (the app's $BAM_VIZ_FRAMES=browser) in chromium: the
-server sends the sentence's states and makes no frame but the one its captions read; the page's worker
-makes every slider value's frame (views/live/local.js) at the library's numbers for the same seed; with
+server sends the sentence's states and makes no frame; the page's worker makes every slider value's frame
+(views/live/local.js) at the library's numbers for the same seed, and sends the one its captions read
+(views/page_frames.py), whose captions are the library's at that value; with
 the server stopped (SIGSTOP) after the states arrive, every slider press still repaints; a graph file that
 is cut short is one line on the page, never a blank one. Fails (never skips) when chromium is missing."""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -17,6 +19,7 @@ import pytest
 
 from bam_viz.live import grid as live
 from bam_viz.live.frames import STATS, make_frame
+from bam_viz.plots import captions
 from bam_viz.zoo import load_model
 from views import runtime
 
@@ -64,6 +67,47 @@ def test_the_page_makes_every_frame_at_the_librarys_numbers(served, browser):
             want = make_frame(model, bl.SENTENCE_24, 32, 0, dict(grid.hyper_at(i)), grid.window, rng="portable")
             np.testing.assert_allclose(stats[i], want.stats[got["target"]], rtol=0, atol=2e-5,
                                        err_msg=f"shape_k = {grid.values[i]}: {list(STATS)}")
+    finally:
+        page.close()
+
+
+CAPTIONS = """() => { const s = window.bamviz.views.summary;
+  const m = document.querySelector('.st-key-render_marker');
+  return {captions: s.h.captions, at: s.h.captions_at, sent: window.bamviz.local.sent,
+          footer: m ? m.innerText : ''}; }"""
+NUMBER = re.compile(r"[-+−]?\d+\.\d+")
+
+
+def _same_prose(ours: str, theirs: str, atol: float = 1.5e-3) -> None:
+    """The same caption but for the last digit of a number: the page's numbers are float32 WASM's, equal
+    to the library's within 2e-5, which may round a printed decimal the other way."""
+    assert NUMBER.sub("#", ours) == NUMBER.sub("#", theirs), (ours, theirs)
+    got, want = ([float(x.replace("−", "-")) for x in NUMBER.findall(c)] for c in (ours, theirs))
+    np.testing.assert_allclose(got, want, rtol=0, atol=atol, err_msg=ours)
+
+
+def test_the_captions_are_written_from_the_pages_frame(served, browser):
+    """The server makes no frame (its footer counts none); the captions come once the page sends its frame,
+    for the new sentence and for the value a slider rests at, and say what the library's explain() says there."""
+    url, _ = served
+    page, _, _ = bl.open_explorer(browser, url, complete=True)
+    try:
+        wait = "() => { const h = window.bamviz.views.summary.h; return h.captions && h.captions.prediction; }"
+        page.wait_for_function(wait, timeout=120_000)
+        before = page.evaluate("() => window.bamviz.views.summary.h.captions_at[0]")
+        bl.press_live(page, SHAPE_K, 2, pause_ms=50)
+        page.wait_for_function("""(before) => { const h = window.bamviz.views.summary.h;
+            const here = h.slider.values.indexOf(window.bamviz.values[h.slider.name]);
+            return here !== before && h.captions && h.captions.prediction && h.captions_at[0] === here; }""",
+                               arg=before, timeout=120_000)
+        got = page.evaluate(CAPTIONS)
+        assert got["sent"] >= 2 and "slider grid 0/46" in got["footer"], got
+        model = load_model("bam-wc")
+        grid = live.LiveGrid(model, bl.SENTENCE_24, 32, 0)
+        i, j = got["at"]
+        result = live.FrameResult(grid, i, j, "predicted")              # made here, by the server's code
+        _same_prose(got["captions"]["prediction"], captions.prediction_caption(result))
+        assert f"{grid.values[i]:.3g}" in got["footer"]
     finally:
         page.close()
 

@@ -90,7 +90,7 @@ def test_the_fixtures_expected_arrays_are_the_servers_reduction_now(maker, commi
 
 def test_make_frame_reduces_as_the_fixture_has_it(maker, committed, tmp_path):
     """The fixture's reduction is the one the server's frames are made by: make_frame (float16 maps) on the
-    same explain() gives its numbers."""
+    same explain() gives its numbers, its caption rows included."""
     from bam_viz.live.frames import make_frame
     from tests.tinybert import make_tiny_bert
 
@@ -108,3 +108,14 @@ def test_make_frame_reduces_as_the_fixture_has_it(maker, committed, tmp_path):
         assert maps.dtype == np.float16
         np.testing.assert_allclose(maps.astype(np.float32).ravel(), np.float32(want["maps"][str(layer)]),
                                    rtol=2.0**-10, atol=PASS_ATOL, err_msg=f"layer {layer}")   # float16's rounding
+    assert sorted(parts.rows) == sorted(int(k) for k in want["rows"])
+    for layer, (row, summary) in parts.rows.items():
+        for got, written in ((row, want["rows"][str(layer)]["row_summary"]),
+                             (summary, want["rows"][str(layer)]["map_summary"])):
+            assert list(got._fields) == list(written), f"layer {layer}"
+            for name, a in got._asdict().items():
+                if name in ("top", "query", "key"):             # token indices
+                    assert a.ravel().tolist() == written[name], f"layer {layer} {name}"
+                else:
+                    np.testing.assert_allclose(a.ravel(), written[name], rtol=REDUCTION_RTOL, atol=PASS_ATOL,
+                                               err_msg=f"layer {layer} {name}")

@@ -153,9 +153,11 @@ def test_a_grid_and_the_frames_made_beside_it_share_one_deterministic_pass(model
     grid = live.LiveGrid(model, TEXT + " Once.", 4, 0)
     assert len(passes) == 1
     for i in (0, len(grid.values) // 2, len(grid.values) - 1):
-        parts = frames.make_frame(model, grid.text, 4, 0, dict(grid.hyper_at(i)), grid.window, weights=True)
+        parts = frames.make_frame(model, grid.text, 4, 0, dict(grid.hyper_at(i)), grid.window)
         assert np.array_equal(parts.stats[:, frames.STATS.index("p_softmax")], grid.softmax_probs.astype(np.float32))
     assert len(passes) == 1
+    r = model.explain(grid.text, n_samples=2, seed=0)          # the grid's weights are explain()'s, made without a frame
+    assert torch.equal(grid.softmax_weights, r.softmax_weights) and torch.equal(grid.prior_weights, r.prior_weights)
 
 
 def test_the_mean_pass_reads_no_hyperparameter(model):
@@ -457,29 +459,27 @@ def test_marginals_stack_only_when_alike():
 
 
 def test_a_grid_whose_pages_make_its_frames_sends_what_they_need_and_no_frame(model):
-    """$BAM_VIZ_FRAMES=browser: the server makes only the frame its captions read (explain's draws, which
-    are the page's: the captions quote the page's numbers), queues nothing, and its payloads carry that
-    frame alone (the page draws it until it has made its own), the states, each value's hyperparameters,
-    the KL at every value and the head's softmax(psi)."""
+    """$BAM_VIZ_FRAMES=browser: the server makes no frame (the captions read the page's:
+    `bam_viz.live.posted`), queues nothing, and its payloads carry no frame but the states, each value's
+    hyperparameters, the KL at every value and the head's softmax(psi)."""
     scheduling.FRAMES.use("browser")
     try:
         grid = live.LiveGrid(model, "a quietly moving film", 4, 3)
         grid.start(5)
     finally:
         scheduling.FRAMES.use("server")
-    assert grid.in_browser and [i for i, f in enumerate(grid.frames) if f is not None] == [5]
+    assert grid.in_browser and grid.frames == [None] * len(grid.values)
     assert scheduling.FRAMES.idle
-    want = frames.make_frame(model, grid.text, 4, 3, dict(grid.hyper_at(5)), grid.window, rng="portable")
-    np.testing.assert_array_equal(grid.frames[5].stats, want.stats)
     header, arrays = live.unpack(live.summary_payload(grid, 5))
-    made = [i == 5 for i in range(len(grid.values))]
-    assert header["ready"] == made and np.isfinite(arrays["stats"][5, 0]) and np.isnan(arrays["stats"][6]).all()
+    none = [False] * len(grid.values)
+    assert header["ready"] == none and np.isnan(arrays["stats"]).all()
     np.testing.assert_array_equal(arrays["states"], lower_states(model, grid.text).x[0].numpy())
     here = header["frames_here"]
     assert here["sentence"] == header["sentence"] == grid.sentence_key and here["seed"] == "3"
     assert [v["shape_k"] for v in here["values"]] == pytest.approx(grid.values)
     assert here["rules"] == frames.frame_rules() and here["interval_z"] == pytest.approx(interval_multiplier(4))
+    assert here["tokens"] == grid.T and here["stochastic_layers"] == list(model.config.stochastic_layers)
     header, arrays = live.unpack(live.inside_payload(grid, 5, 2, 3, 1, 2, 1))
-    assert header["sentence"] == grid.sentence_key and header["ready"] == made
+    assert header["sentence"] == grid.sentence_key and header["ready"] == none
     np.testing.assert_allclose(arrays["kl"], grid.kl_tables(), rtol=1e-6)
     assert np.isfinite(arrays["kl"]).all() and arrays["softmax"].shape == (grid.T, grid.T)

@@ -104,14 +104,15 @@ def sliders(data: dict, on_change) -> None:
     _component()(data=data, key=SLIDERS_KEY, on_hyper_change=on_change)
 
 
-def charts(payload: bytes, key: str, polls: bool = False) -> None:
-    """Mount a chart instance with its payload in the element. `polls`: the page may send a "poll"
-    state while the payload's header asks for one (`poll.ms`) and the live route cannot answer it,
-    which reruns the fragment it is in."""
-    if polls:
-        _component()(data=payload, key=key, on_poll_change=_polled)
+def charts(payload: bytes, key: str, on_frame=None) -> None:
+    """Mount a chart instance with its payload in the element. The summary's page may send a "poll" state
+    while the payload's header asks for one (`poll.ms`) and the live route cannot answer it, which reruns
+    the fragment it is in; a page that makes its frames sends its "frame" instead (`views.page_frames`),
+    and `on_frame` runs before that rerun."""
+    if on_frame is not None:
+        _component()(data=payload, key=key, on_frame_change=on_frame)
     else:
-        _component()(data=payload, key=key)
+        _component()(data=payload, key=key, on_poll_change=_polled)
 
 
 def _polled() -> None:

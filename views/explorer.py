@@ -26,7 +26,7 @@ from bam_viz.plots.style import TOKEN_WINDOW
 from bam_viz.plots.tokens import token_window, window_around, window_label, window_starts
 from bam_viz.plots.wording import count
 from bam_viz.zoo import missing_user_folders, refused_models
-from views import components, live_route, panels, state, why_view
+from views import components, live_route, page_frames, panels, state, why_view
 from views.text import md_escape, model_error, refused_models_line, token_option
 
 ss = st.session_state
@@ -167,8 +167,17 @@ def hyper_controls(model) -> None:
 
 def _hyper_sent() -> None:
     """The browser sent slider values (on release): snap each to its grid, keep it for the URL."""
+    _keep_hyper(components.sent_hyper(ss))
+
+
+def _frame_sent() -> None:
+    """A page that makes its frames sent its frame, with the slider values it is at (`views.page_frames`)."""
+    _keep_hyper(page_frames.sent(components.SUMMARY_KEY))
+
+
+def _keep_hyper(sent: dict) -> None:
     model = state.get_model(ss["model"])
-    for name, value in components.sent_hyper(ss).items():
+    for name, value in sent.items():
         if name in model.hyper_names and isinstance(value, (int, float)) and math.isfinite(value):
             ss[name] = state.snap(float(value), state.hyper_options(name, model.trained_hyper.get(name)))
 
@@ -200,7 +209,8 @@ def target_control(model, result) -> int | None:
     if not isinstance(ss.get(state.TARGET_KEY), int) or not -1 <= ss[state.TARGET_KEY] < len(classes):
         ss[state.TARGET_KEY] = state.PREDICTED
     # Holds the class names and the predicted one, never the result (the session keeps format_func).
-    name = functools.partial(_class_option, classes, display_token(classes[result.predicted]))
+    # waiting for the page's frame: which class E[f(z)] predicts is not known yet
+    name = functools.partial(_class_option, classes, "…" if result.waiting else display_token(classes[result.predicted]))
     option = st.selectbox("Class shown (target)", [state.PREDICTED, *range(len(classes))], key=state.TARGET_KEY,
                           format_func=name, persist_state="session",
                           help="The class whose probability the headline, the sweep and the histogram show. "
@@ -220,7 +230,7 @@ def summary_panel(grid, result, hyper: dict, route: str | None) -> None:
     for the class `result.target`."""
     post, prior = panels.indices(grid, hyper)
     payload = panels.summary_bytes(grid, result, post, prior, bool(ss.get("presentation")), ss.get("_runs", 0), route)
-    components.charts(payload, components.SUMMARY_KEY, polls=True)
+    components.charts(payload, components.SUMMARY_KEY, on_frame=_frame_sent if grid.in_browser else None)
 
 
 def picture_controls(result, model) -> tuple[int, int, int, int, bool]:
@@ -294,10 +304,12 @@ def inspection(view: state.View, model, hyper: dict) -> None:
     # Started here too: the cache may have let the run's grid go since (a new one has no frame yet).
     grid.start(post)
     st.subheader("Inside the attention")
-    result = live.FrameResult(grid, post, prior, view.target)
+    result = page_frames.result(grid, post, prior, view.target)
     layer, head, query, key, relative = picture_controls(result, model)
     shown = token_window(len(grid.tokens), ss.get("window_start") or 1)
     if shown != grid.window:                       # a long sentence's window moved: its own grid
+        if grid.in_browser:                        # the page makes the new window's frames: from the top
+            st.rerun(scope="app")
         grid = view._replace(window=tuple(shown)).grid(model)
         grid.start(post)
         result = live.FrameResult(grid, post, prior, view.target)
@@ -418,7 +430,8 @@ def live_view(model, name: str) -> None:
         grid = view.grid(model)
         post, prior = panels.indices(grid, hyper)
         grid.start(post)
-        result = live.FrameResult(grid, post, prior)
+        page_frames.take(grid)
+        result = page_frames.result(grid, post, prior)
         with st.columns([1, 2])[0]:
             target = target_control(model, result)
         result = result.for_target(target)

@@ -9,22 +9,27 @@ from bam_viz.core.grids import nearest_index
 from bam_viz.live import grid as live
 from bam_viz.plots import captions
 from bam_viz.plots.wording import Facts
-from views import runtime, state
+from views import page_frames, runtime, state
 
 
 def summary_captions(result, grid) -> dict:
     """The prose of the prediction and the sweep, written for the server's current values (the page
     marks it as such while a slider is elsewhere); in presentation mode the browser folds it under
-    "What this shows"."""
+    "What this shows". None while the result waits for the page's frame (`views.page_frames`)."""
+    if result.waiting:
+        return None
     out = {"prediction": captions.prediction_caption(result)}
-    if grid.posterior_spec is not None and grid.n_samples >= 2:
+    sweep = live.sweep_of(grid, result.target, made=result.sweep_stats)
+    if sweep is not None:
         current = result.hyper.get(grid.posterior_spec.name)
-        out["sweep"] = captions.sweep_caption(live.sweep_of(grid, result.target), current=current)
+        out["sweep"] = captions.sweep_caption(sweep, current=current)
     return out
 
 
-def inside_captions(result, layer: int, head: int, query: int, key: int, relative: bool, shown) -> dict:
+def inside_captions(result, layer: int, head: int, query: int, key: int, relative: bool, shown) -> dict | None:
     """The prose of the panels inside the attention, as `summary_captions` is for the summary's."""
+    if result.waiting:
+        return None
     return {
         "bars": captions.prior_posterior_caption(result, layer, head, query, shown=shown),
         "density": captions.key_density_caption(result, layer, head, query, key),
@@ -54,6 +59,13 @@ def summary_bytes(grid, result, post: int, prior: int, presentation: bool, run: 
              "presentation": presentation, "poll": poll, "route": route}
     if grid.in_browser:
         extra["frame_graph"] = runtime.frame_graph(grid.model, grid.n_samples)
+        # the captions wait for the page's frame at `post` (it sends it: views/live/local.js), unless the
+        # last it sent was refused: then they say why, and nothing is asked again
+        refused = page_frames.problem(grid)
+        extra["captions_wait"] = post if result.waiting and refused is None else None
+        if result.waiting and refused is not None:
+            extra["captions"] = {"prediction": f"The captions could not be written from this browser's frame: "
+                                               f"{refused}."}
     return live.summary_payload(grid, post, extra, target=result.target)
 
 

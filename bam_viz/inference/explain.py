@@ -142,6 +142,16 @@ def deterministic_pass(model, lower: LowerStates, hyper: Hyper) -> tuple[torch.T
                     for i, t in enumerate(traces, start=len(lower.traces))]
 
 
+def pass_weights(lower_traces: list, traces: list, attr: str, family) -> torch.Tensor:
+    """(L, H, T, T) float32 on the CPU: the deterministic pass's "softmax_weights" or "prior_weights" (pi)
+    in every layer, from the traces of the layers below the first stochastic one (softmax weights: they
+    have no prior) and of `deterministic_pass`; a family without a prior gives its softmax weights as pi."""
+    if not family.stochastic:
+        attr = "softmax_weights"
+    rows = [t.softmax_weights[0] for t in lower_traces] + [getattr(t, attr)[0] for t in traces]
+    return torch.stack(rows).float().cpu()
+
+
 RNGS = ("torch", "portable")
 # explain()'s stream: the portable one, which the browser's frame graph draws too (views/live/random.js), so
 # that the same seed gives the same picture in the library and in every browser. `predict` keeps torch's.
@@ -215,34 +225,29 @@ def _explain(model, lower: LowerStates, n_samples: int, seed: int, hyper: Hyper,
     mean_attention_probs, loo_probs = mean_pass if mean_pass is not None else (softmax_probs, None)
 
     has_prior = family.stochastic    # a deterministic family has no prior: prior panels repeat the posterior
-    alias = {} if has_prior else {"prior_weights": "softmax_weights", "prior_sample_weights": "weights"}
+    alias = {} if has_prior else {"prior_sample_weights": "weights"}
 
     # Prior draws are made when a chart asks for them, one (layer, head) at a time (PriorDraws);
     # the sampled pass above drew only the posterior's numbers, as predict() does.
     lazy_prior = {i: t.prior_log_probs for i, t in enumerate(traces, start=len(lower_traces))
                   if has_prior and i in stochastic_layers and t.prior_log_probs is not None}
 
-    def layer_rows(attr, sampled, skip=()):
+    def layer_rows(attr, skip=()):
         attr = alias.get(attr, attr)
         rows = []
         for t in lower_traces:
             w = t.softmax_weights[0]
-            rows.append(w.expand(S, *w.shape) if sampled else w)
-        for i, (t, mf) in enumerate(zip(traces, mf_traces, strict=True), start=len(lower_traces)):
+            rows.append(w.expand(S, *w.shape))
+        for i, t in enumerate(traces, start=len(lower_traces)):
             if i in skip:
                 rows.append(None)
-            elif sampled:
+            else:
                 w = getattr(t, attr) if i in stochastic_layers else t.softmax_weights
                 rows.append(w if w.shape[0] == S else w.expand(S, *w.shape[1:]))
-            else:
-                rows.append(getattr(mf, attr)[0])
         return rows
 
-    def per_layer(attr, sampled):
-        return torch.stack(layer_rows(attr, sampled), 1 if sampled else 0).float().cpu()
-
     eager_prior = {i: w.float().cpu() for i, w in
-                   enumerate(layer_rows("prior_sample_weights", True, skip=lazy_prior)) if w is not None}
+                   enumerate(layer_rows("prior_sample_weights", skip=lazy_prior)) if w is not None}
     prior_draws = PriorDraws(eager_prior, lazy_prior, seed, family, hyper)
 
     # float64: a Dirichlet KL at a small concentration exceeds float32's range (bam_viz.families.kl)
@@ -260,8 +265,9 @@ def _explain(model, lower: LowerStates, n_samples: int, seed: int, hyper: Hyper,
         tokens=tokens, classes=list(model.classes), model_name=model.name, family=model.family,
         stochastic_layers=list(stochastic_layers) if model.stochastic else [],
         hyper=dict(hyper), n_samples=S, seed=seed, truncated=truncated,
-        sample_weights=per_layer("weights", True), softmax_weights=per_layer("softmax_weights", False),
-        prior_weights=per_layer("prior_weights", False), prior_sampler=prior_draws, kl=kl,
+        sample_weights=torch.stack(layer_rows("weights"), 1).float().cpu(),
+        softmax_weights=pass_weights(lower_traces, mf_traces, "softmax_weights", family),
+        prior_weights=pass_weights(lower_traces, mf_traces, "prior_weights", family), prior_sampler=prior_draws, kl=kl,
         sample_probs=sample_probs.cpu(), mc_probs=sample_probs.mean(0).cpu(), softmax_probs=softmax_probs.cpu(),
         mean_attention_probs=mean_attention_probs.float().cpu(),
         mean_attention_loo_probs=None if loo_probs is None else loo_probs.float().cpu(),

@@ -57,17 +57,13 @@ class Frame:
 
 @dataclass(frozen=True)
 class FrameParts:
-    """A frame before its KL table (which the grid adds from its deterministic pass), and, when asked
-    for, the softmax weights of the deterministic pass and the prior's pi (L, H, T, T): the same at
-    every slider value."""
+    """A frame before its KL table (which the grid adds from its deterministic pass)."""
 
     stats: np.ndarray
     p_samples: np.ndarray
     spread: np.ndarray
     maps: dict
     rows: dict
-    softmax_weights: torch.Tensor | None = None
-    prior_weights: torch.Tensor | None = None
 
 
 def samples_drawn(frames) -> list[int]:
@@ -139,7 +135,7 @@ def frame_rules() -> dict:
 
 
 def make_frame(model, text: str, n_samples: int, seed: int, hyper: dict, window: list[int],
-               weights: bool = False, rng: str = DEFAULT_RNG) -> FrameParts:
+               rng: str = DEFAULT_RNG) -> FrameParts:
     """`explain()` at `hyper`, reduced to a frame: the headline's estimates and Monte Carlo errors for
     every class (`class_stats`), each sample's predictive distribution, the spread, and every
     stochastic head's `window_maps` in the token `window`, as float16. A frame serves every class:
@@ -153,6 +149,4 @@ def make_frame(model, text: str, n_samples: int, seed: int, hyper: dict, window:
         w = r.sample_weights[:, layer][:, :, idx][:, :, :, idx]                    # (S, H, W, W)
         maps[layer] = window_maps(w).half().numpy()                               # (H, K, W, W)
     return FrameParts(stats=stats, p_samples=r.sample_probs.float().numpy().copy(),
-                      spread=r.spread.double().numpy(), maps=maps, rows=rows,
-                      softmax_weights=r.softmax_weights.clone() if weights else None,
-                      prior_weights=r.prior_weights.clone() if weights else None)
+                      spread=r.spread.double().numpy(), maps=maps, rows=rows)

@@ -38,7 +38,7 @@ from bam_viz.core.metrics import interval_multiplier
 from bam_viz.core.task import resolve_target
 from bam_viz.families.base import Marginal
 from bam_viz.families.sampling import masked_log_softmax
-from bam_viz.inference.explain import PriorDraws, deterministic_pass, lower_states, result_notes
+from bam_viz.inference.explain import PriorDraws, deterministic_pass, lower_states, pass_weights, result_notes
 from bam_viz.inference.result import log10_density, log10_ranges
 from bam_viz.live.frames import (
     FRAME_TIMEOUT_S,
@@ -139,11 +139,6 @@ class LiveGrid:
         self.version = 0                 # counts what was added (frames, payloads kept): the cache measures again
         self.measured = -1               # the version the cache last measured (`views.state.get_grid`)
         self._softmax_pass(lower)
-        # From the first frame made: the deterministic pass's softmax weights and the prior's pi,
-        # (L, H, T, T) each, which no hyperparameter moves. Not the whole explain() result: its S
-        # sampled maps of every layer and head would stay alive with the grid.
-        self.softmax_weights: torch.Tensor | None = None
-        self.prior_weights: torch.Tensor | None = None
 
     # ---- the one deterministic pass --------------------------------------------------------------
     @torch.inference_mode()
@@ -151,6 +146,10 @@ class LiveGrid:
         model = self.model
         logits, traces = deterministic_pass(model, lower, self.base)      # explain()'s own, kept per sentence
         self.softmax_probs = logits.softmax(-1)[0].double().cpu().numpy()               # (C,) f(softmax)
+        # the deterministic pass's softmax weights and the prior's pi, (L, H, T, T) each, as explain() has them:
+        # no hyperparameter moves them
+        self.softmax_weights = pass_weights(lower.traces, traces, "softmax_weights", self.family)
+        self.prior_weights = pass_weights(lower.traces, traces, "prior_weights", self.family)
         first = len(lower.traces)
         self.stochastic_layers = [i for i in model.config.stochastic_layers] if model.stochastic else []
         self.scored = [i for i in range(first, first + len(traces))
@@ -227,16 +226,12 @@ class LiveGrid:
     def _make(self, i: int) -> Frame:
         """Frame i, made in this thread."""
         hyper = dict(self.hyper_at(i, None))
-        weights = self.softmax_weights is None
-        return self._store(i, make_frame(self.model, self.text, self.n_samples, self.seed, hyper, self.window,
-                                         weights=weights))
+        return self._store(i, make_frame(self.model, self.text, self.n_samples, self.seed, hyper, self.window))
 
     def _store(self, i: int, parts: FrameParts) -> Frame:
         made = Frame(stats=parts.stats, p_samples=parts.p_samples, spread=parts.spread, kl=self.kl_table(i),
                      maps=parts.maps, rows=parts.rows)
         with self._lock:
-            if self.softmax_weights is None and parts.softmax_weights is not None:
-                self.softmax_weights, self.prior_weights = parts.softmax_weights, parts.prior_weights
             if self.final(i):                   # made meanwhile by another thread: keep that one
                 return self.frames[i]
             self.frames[i] = made
@@ -274,9 +269,9 @@ class LiveGrid:
         follows the slider: when `current` moved since the last call (a release), the frames still to
         make are ordered again around it, the side it moved to first, and this grid's turn comes next."""
         self.touched = time.monotonic()
-        self.frame(current)
-        if self.in_browser:
+        if self.in_browser:                 # the page makes every frame; its captions read the page's (`posted`)
             return
+        self.frame(current)
         with self._lock:
             moved = self._around is not None and current != self._around
             step = current - self._around if moved else 1
@@ -313,7 +308,9 @@ class LiveGrid:
     def browser_frames(self) -> dict:
         """What a page needs to make this grid's frames with the model's frame graph (views/live/local.js):
         the graph's hyperparameters at each posterior value, the seed (a string: JSON stops at 2**53), S,
-        `frame_rules`, f(softmax), the window, the MI interval's multiplier; the states go as an array."""
+        `frame_rules`, f(softmax), the window, the MI interval's multiplier, and the number of tokens and the
+        stochastic layers, which the numbers it sends back for the captions hold (`bam_viz.live.posted`);
+        the states go as an array."""
         from bam_viz.inference.graph import posterior_names
 
         names = posterior_names(self.model)
@@ -323,7 +320,8 @@ class LiveGrid:
                 "seed": str(self.seed), "n_samples": self.n_samples, "rules": frame_rules(),
                 "softmax_probs": [float(p) for p in self.softmax_probs], "window": list(self.window),
                 "stochastic": bool(self.stochastic_layers), "interval_z": z if math.isfinite(z) else None,
-                "layers": self.model.n_layers, "heads": self.model.n_heads}
+                "layers": self.model.n_layers, "heads": self.model.n_heads, "tokens": self.T,
+                "stochastic_layers": list(self.stochastic_layers)}
 
     @property
     def ready(self) -> list[bool]:
@@ -457,17 +455,22 @@ class LiveGrid:
                 curves(len(self.prior_values), lambda j: self.hyper_at(0, j), 1))
 
 
-def sweep_of(grid: LiveGrid, target: int | str | None = None, current: int = 0):
+def sweep_of(grid: LiveGrid, target: int | str | None = None, current: int = 0, made: dict | None = None):
     """The frames made so far as a `bam_viz.inference.sweep.Sweep` over the posterior slider, for the
     class `grid.target_at(current, target)` (its captions and figure read it); None without a
-    posterior slider or with fewer than 2 samples."""
+    posterior slider or with fewer than 2 samples. `made`: {index: stats (C, len(STATS))} of the frames
+    made elsewhere (`bam_viz.live.posted.Posted.sweep`), else the grid's."""
     from bam_viz.inference.sweep import Sweep
 
     if grid.posterior_spec is None or grid.n_samples < 2:
         return None
     t = grid.target_at(current, target)
-    made = [i for i, f in enumerate(grid.frames) if f is not None]
-    stats = np.stack([grid.frames[i].stats[t] for i in made])
+    if made is None:
+        made = {i: f.stats for i, f in enumerate(grid.frames) if f is not None}
+    if not made:
+        return None
+    made = dict(sorted(made.items()))
+    stats = np.stack([s[t] for s in made.values()])
     col = {name: stats[:, k] for k, name in enumerate(STATS)}
     return Sweep(name=grid.posterior_spec.name, values=np.asarray([grid.values[i] for i in made]),
                  p_mc=col["p_mc"], p_mc_se=col["p_se"], p_mean_attention=col["p_mean_attention"],

@@ -30,8 +30,13 @@ def _none(x: float) -> float | None:
 
 
 class FrameResult:
-    """`ExplainResult`'s reading side, from frame i of a `LiveGrid` at prior value j (frame i made now if
-    it is not): its numbers for the class `target`, and `for_target` for another. Read-only, like a result."""
+    """`ExplainResult`'s reading side, from frame i of a `LiveGrid` at prior value j: its numbers for the
+    class `target`, and `for_target` for another. Read-only, like a result.
+
+    The frame is `posted`'s (`bam_viz.live.posted.Posted`: made and reduced elsewhere, by the frame graph)
+    when given, else the grid's (made now if it is not), except on a grid whose frames are made elsewhere
+    (`in_browser`): then, until one is posted, the result is `waiting`, with the grid's numbers (tokens,
+    softmax, prior, KL) and none of a frame's, and no caption is written from it."""
 
     # What is computed from these attributes the same way as for a result: one home, `ExplainResult`'s.
     target_name = ExplainResult.target_name
@@ -42,9 +47,13 @@ class FrameResult:
     gap_softmax = ExplainResult.gap_softmax
     gap_distinguishable = ExplainResult.gap_distinguishable
 
-    def __init__(self, grid, i: int, j: int = 0, target: int | str | None = None):
-        frame = grid.frame(i)
+    def __init__(self, grid, i: int, j: int = 0, target: int | str | None = None, posted=None):
+        if posted is not None and posted.index != i:
+            raise ValueError(f"the posted frame is of slider value {posted.index}, not {i}")
+        frame = posted.frame if posted is not None else None if grid.in_browser else grid.frame(i)
         self.grid, self.frame, self.index, self.prior_index = grid, frame, i, j
+        self.waiting = frame is None
+        self.sweep_stats = posted.sweep if posted is not None else None      # None: the grid's frames
         model = grid.model
         self.text, self.tokens, self.truncated = grid.encoded, list(grid.tokens), grid.truncated
         self.classes, self.model_name, self.family = list(grid.classes), model.name, model.family
@@ -52,18 +61,23 @@ class FrameResult:
         self.attention_dropout = model.attention_dropout
         self.hyper = dict(grid.hyper_at(i, j if grid.prior_spec is not None else None))
         # the frame's own samples: its errors and the captions' sample counts are its own
-        self.n_samples, self.seed, self.notes = frame.n_samples, grid.seed, list(grid.notes)
-        self._column = column = {name: frame.stats[:, k] for k, name in enumerate(STATS)}
+        self.n_samples = grid.n_samples if frame is None else frame.n_samples
+        self.seed, self.notes = grid.seed, list(grid.notes)
+        C, L, H = len(self.classes), model.n_layers, model.n_heads
+        stats = np.full((C, len(STATS)), np.nan) if frame is None else frame.stats
+        self._column = column = {name: stats[:, k] for k, name in enumerate(STATS)}
         # float32, as a result's probabilities are: its gaps are their float32 differences
         self.mc_probs, self.mean_attention_probs, self.softmax_probs = (
             column[name].astype(np.float32) for name in ("p_mc", "p_mean_attention", "p_softmax"))
-        self.sample_probs = torch.from_numpy(frame.p_samples)                    # (S, C), as a result's
-        self.spread, self.kl = frame.spread, frame.kl[j]
+        self.sample_probs = torch.from_numpy(np.zeros((0, C), np.float32) if frame is None else frame.p_samples)
+        self.spread = np.full((L, H), np.nan) if frame is None else frame.spread
+        self.kl = grid.kl_table(i)[j] if frame is None else frame.kl[j]
         self.softmax_weights, self.prior_weights = grid.softmax_weights, grid.prior_weights
-        self.target = resolve_target(self.classes, target, self.mc_probs.tolist())
+        # waiting: the class asked for, else the one f(softmax) predicts, until the frame says
+        self.target = resolve_target(self.classes, target, (grid.softmax_probs if frame is None else self.mc_probs).tolist())
 
     def for_target(self, target: int | str | None) -> FrameResult:
-        index = resolve_target(self.classes, target, self.mc_probs.tolist())
+        index = resolve_target(self.classes, target, (self.grid.softmax_probs if self.waiting else self.mc_probs).tolist())
         if index == self.target:
             return self
         view = object.__new__(type(self))

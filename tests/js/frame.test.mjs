@@ -33,6 +33,35 @@ function assertClose(got, want, what, { zeros = false } = {}) {
   }
 }
 
+// A frame's caption rows (make_frame's caption_rows(row_summary) and map_summary) are made from the same
+// float32 weights by the same float64 steps, in the same order but for a few sums (numpy's pairwise): the
+// token indices must be Python's, each float32 number Python's or its float32 neighbour (a float64 ulp apart
+// before rounding), each float64 one within ROWS_RTOL. Far inside the 1e-6 of float32 rounding: a mean not
+// rounded to float32 first moves the shares by ~1e-8, which this sees.
+const ROWS_RTOL = 1e-12;
+const ROW_NUMBERS = ["mean", "se", "lo", "hi", "share"];           // RowSummary's, float32
+const MAP_NUMBERS = { stdMax: "std_max", stdMean: "std_mean", mapShare: "share" };   // MapSummary's, float64
+
+function assertRows(got, want, what) {
+  const ulp32 = (v) => (v === 0 ? 2 ** -149 : 2 ** (Math.floor(Math.log2(Math.abs(v))) - 23));
+  const within = (g, w, tol, name) => {
+    assert.equal(g.length, w.length, `${what} ${name}: ${g.length} numbers, not ${w.length}`);
+    w.forEach((v, k) => assert.ok(Math.abs(g[k] - v) <= Math.min(1e-6, tol(v)), `${what} ${name}[${k}]: ${g[k]} != Python's ${v}`));
+  };
+  assert.ok(got.top instanceof Int16Array && got.query instanceof Int32Array && got.key instanceof Int32Array, what);
+  assert.deepEqual(Array.from(got.top), want.row_summary.top, `${what} top`);
+  assert.deepEqual(Array.from(got.query), want.map_summary.query, `${what} query`);
+  assert.deepEqual(Array.from(got.key), want.map_summary.key, `${what} key`);
+  for (const name of ROW_NUMBERS) {
+    assert.ok(got[name] instanceof Float32Array, `${what} ${name}`);
+    within(got[name], want.row_summary[name], ulp32, name);
+  }
+  for (const [name, python] of Object.entries(MAP_NUMBERS)) {
+    assert.ok(got[name] instanceof Float64Array, `${what} ${name}`);
+    within(got[name], want.map_summary[python], (v) => ROWS_RTOL * Math.max(Math.abs(v), 1e-3), name);
+  }
+}
+
 function outputsOf(frame) {
   return Object.fromEntries(Object.entries(frame.outputs).map(([name, { dims, data }]) => [name, { dims, data: f32(data) }]));
 }
@@ -65,6 +94,16 @@ for (const c of FIXTURE.cases) {
         assert.ok(got.maps[layer] instanceof Float32Array);
         assertClose(got.maps[layer], f32(maps), `frame ${i} maps of layer ${layer}`);
       }
+    });
+  });
+
+  test(`${c.name}: each frame's caption rows are make_frame's caption_rows(row_summary) and map_summary`, () => {
+    c.frames.forEach((frame, i) => {
+      if (!frame) return;
+      const got = frameOf(c, frame);
+      assert.deepEqual(Object.keys(got.rows), Object.keys(frame.rows), `frame ${i} layers with rows`);
+      assert.deepEqual(Object.keys(frame.rows), Object.keys(frame.maps), `frame ${i}: rows where maps are`);
+      for (const [layer, want] of Object.entries(frame.rows)) assertRows(got.rows[layer], want, `frame ${i} layer ${layer}`);
     });
   });
 
@@ -109,6 +148,12 @@ test("the cases reach every rule: previews, frames not made, exact, too few samp
   assert.ok(made.some(({ c, f }) => c.stochastic && !("loo_probs" in f.outputs)));
   assert.ok(made.some(({ c }) => !c.stochastic));
   assert.ok(FIXTURE.cases.some((c) => c.inside.some((s) => !c.window.includes(s.query))));
+  // rows: a window short of the sentence, and a repeated sample's (SE 0, lo = hi, every sd 0)
+  assert.ok(made.some(({ c, f }) => Object.keys(f.rows).length && c.window.length < c.tokens));
+  const rows = made.flatMap(({ f }) => Object.values(f.rows));
+  assert.ok(rows.some((r) => r.row_summary.se.every((v) => v === 0)
+    && r.row_summary.lo.every((v, k) => v === r.row_summary.hi[k]) && r.map_summary.std_max.every((v) => v === 0)));
+  assert.ok(rows.some((r) => r.row_summary.se.some((v) => v > 0) && r.row_summary.lo.some((v, k) => v < r.row_summary.hi[k])));
 });
 
 test("each error's NaN rule reads its own samples_needed: the gap's past S leaves p's SE", () => {

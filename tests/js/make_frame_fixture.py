@@ -6,8 +6,9 @@ values, some frames not made (null) or a preview of fewer samples. For each fram
 `model.explain(text, S, seed, rng="portable")` gives the graph's outputs (`bam_viz.inference.graph.FrameGraph`):
 `sample_probs`, `weights_<layer>` of each stochastic layer, and where attention is drawn `mean_probs`,
 f(E[w]), and `loo_probs`, f at each leave-one-out mean; and Python's reduction of it, as
-`bam_viz.live.frames.make_frame` makes it: `class_stats`, the spread and `window_maps` (float32: the
-frame rounds them to float16, the browser does not). Each case then holds what
+`bam_viz.live.frames.make_frame` makes it: `class_stats`, the spread, `window_maps` (float32: the
+frame rounds them to float16, the browser does not) and each stochastic layer's caption rows,
+`caption_rows(r.row_summary(layer, WINDOW))` and `r.map_summary(layer, WINDOW)`. Each case then holds what
 `bam_viz.live.payloads._summary_arrays` (every class as the target) and `_inside_frame_arrays` (a
 few layers, heads and queries) make of its frames. Beside the cases, `bam_viz.live.frames.frame_rules()`:
 what frame.js reduces by, as the server sends it.
@@ -96,15 +97,29 @@ def graph_outputs(r) -> dict:
 
 
 def reduced(r) -> dict:
-    """Python's frame of `r` (`make_frame`'s reduction), its maps in float32: stats, spread, maps."""
+    """Python's frame of `r` (`make_frame`'s reduction), its maps in float32: stats, spread, maps, and
+    rows {layer: (RowSummary, MapSummary)} by make_frame's calls."""
     import torch
 
-    from bam_viz.live.frames import class_stats, window_maps
+    from bam_viz.live.frames import caption_rows, class_stats, window_maps
 
     idx = torch.tensor(WINDOW)
     maps = {layer: window_maps(r.sample_weights[:, layer][:, :, idx][:, :, :, idx]).numpy()
             for layer in r.stochastic_layers}
-    return {"stats": class_stats(r), "spread": r.spread.double().numpy(), "maps": maps}
+    rows = {layer: (caption_rows(r.row_summary(layer, WINDOW)), r.map_summary(layer, WINDOW))
+            for layer in r.stochastic_layers}
+    return {"stats": class_stats(r), "spread": r.spread.double().numpy(), "maps": maps, "rows": rows}
+
+
+def written_rows(rows: dict) -> dict:
+    """A frame's rows as the file holds them: {layer: {"row_summary": RowSummary's fields (top as ints, the
+    rest float32), "map_summary": MapSummary's (query and key as ints, the rest float64)}}."""
+    def fields(summary, numbers):
+        return {k: [int(v) for v in a.ravel()] if k in ("top", "query", "key") else numbers(a)
+                for k, a in summary._asdict().items()}
+
+    return {str(layer): {"row_summary": fields(row, f32), "map_summary": fields(summary, f64)}
+            for layer, (row, summary) in rows.items()}
 
 
 class FixtureGrid:
@@ -183,11 +198,12 @@ def case(bert: Path, name, family, classes, options, n_samples, plan, selections
         first = first or r
         mine = reduced(r)
         frames.append(Frame(stats=mine["stats"], p_samples=r.sample_probs.numpy().copy(), spread=mine["spread"],
-                            kl=np.zeros(0), maps=mine["maps"], rows={}))
+                            kl=np.zeros(0), maps=mine["maps"], rows=mine["rows"]))
         outputs = {k: {"dims": list(v.shape), "data": f32(v)} for k, v in graph_outputs(r).items()}
         written.append({"hyper": hyper, "interval_z": interval_multiplier(r.n_samples), "outputs": outputs,
                         "stats": f64(mine["stats"]), "spread": f64(mine["spread"]),
-                        "maps": {str(k): f32(m) for k, m in mine["maps"].items()}})
+                        "maps": {str(k): f32(m) for k, m in mine["maps"].items()},
+                        "rows": written_rows(mine["rows"])})
     softmax_weights = first.softmax_weights.clone()
     for k, (layer, head, _) in enumerate(selections if given is not None else []):
         softmax_weights[layer, head] = torch_of(given["inside"][k]["softmax"]).reshape(softmax_weights.shape[-2:])

@@ -188,6 +188,18 @@ function layerSpread(w, S, H, T) {
   return out.map((v) => v / (T * T));
 }
 
+// numpy's x.std(ddof=1) of the numbers x, 0 for one number (as window_maps and rows.map_summary have it).
+function sd(x) {
+  const n = x.length;
+  if (n < 2) return 0;
+  let sum = 0;
+  for (const v of x) sum += v;
+  const mean = sum / n;
+  let squares = 0;
+  for (const v of x) squares += (v - mean) * (v - mean);
+  return Math.sqrt(squares / (n - 1));
+}
+
 // frames.quantiles: the q quantile of sorted numbers, linear between its neighbours as torch.quantile.
 function torchQuantile(sorted, q) {
   const n = sorted.length;
@@ -218,19 +230,85 @@ function windowMaps(w, S, H, T, window, rules) {
           drawn[s] = w[s * H * T * T + cell];
           sum += drawn[s];
         }
-        const mean = sum / S;
-        let squares = 0;
-        for (let s = 0; s < S; s++) squares += (drawn[s] - mean) * (drawn[s] - mean);
         sorted.set(drawn);
         sorted.sort();
         const at = (h * panels * W + a) * W + b;                // panel 0 of this cell; panel m is m * size on
-        out[at] = mean;
-        out[at + size] = S > 1 ? Math.sqrt(squares / (S - 1)) : 0;
+        out[at] = sum / S;
+        out[at + size] = sd(drawn);
         out[at + 2 * size] = torchQuantile(sorted, rules.quantiles[0]);
         out[at + 3 * size] = torchQuantile(sorted, rules.quantiles[1]);
         for (let m = 0; m < k; m++) out[at + (kinds + m) * size] = drawn[m];
       }
     }
+  }
+  return out;
+}
+
+// rows.finite of one number: NaN 0, inf the float32 maximum, -inf 0.
+const FLOAT32_MAX = 3.4028234663852886e38;
+const finite = (v) => (Number.isNaN(v) ? 0 : v === Infinity ? FLOAT32_MAX : v === -Infinity ? 0 : v);
+
+// (H * T * T) finite(ExplainResult._layer_mean) of one layer's weights `w` (S, H, T, T): the float64 mean
+// over the samples rounded to float32.
+function layerMean(w, S, cells) {
+  const sum = new Float64Array(cells);
+  for (let s = 0; s < S; s++) for (let k = 0; k < cells; k++) sum[k] += w[s * cells + k];
+  return sum.map((v) => finite(Math.fround(v / S)));
+}
+
+// caption_rows(rows.row_summary(mean, w, window)) of one layer, each (H * T) row-major (head, query) over
+// every query: E[w]'s first largest key among all T (`top`), E[w] there, the SE (sd / sqrt S, 0 for one
+// sample) and the rules' quantiles (numpy's) of that key's finite draws, and the row's E[w] summed over the
+// window's keys (`share`). `mean` is layerMean's.
+function rowSummary(mean, w, S, H, T, window, rules) {
+  const rows = H * T;
+  const out = { top: new Int16Array(rows) };
+  for (const name of ["mean", "se", "lo", "hi", "share"]) out[name] = new Float32Array(rows);
+  const drawn = new Float64Array(S);
+  for (let r = 0; r < rows; r++) {
+    const start = r * T;
+    let top = 0;
+    for (let k = 1; k < T; k++) if (mean[start + k] > mean[start + top]) top = k;
+    for (let s = 0; s < S; s++) drawn[s] = finite(w[s * rows * T + start + top]);
+    out.top[r] = top;
+    out.mean[r] = mean[start + top];
+    out.se[r] = sd(drawn) / Math.sqrt(S);
+    drawn.sort();
+    out.lo[r] = numpyQuantile(drawn, rules.quantiles[0]);
+    out.hi[r] = numpyQuantile(drawn, rules.quantiles[1]);
+    out.share[r] = window.reduce((sum, t) => sum + mean[start + t], 0);
+  }
+  return out;
+}
+
+// rows.map_summary(mean, w, window) of one layer, each (H): over the window's block (queries and keys) the
+// sd (ddof 1, 0 for one sample) of each cell's finite draws, the token indices (`query`, `key`) of its first
+// largest in (query, key) order, that sd (`stdMax`) and the mean over the W * W cells (`stdMean`); and E[w]'s
+// mean over the window's queries of the row's sum over the window's keys (`mapShare`, MapSummary.share).
+function mapSummary(mean, w, S, H, T, window) {
+  const W = window.length;
+  const out = { query: new Int32Array(H), key: new Int32Array(H), stdMax: new Float64Array(H),
+    stdMean: new Float64Array(H), mapShare: new Float64Array(H) };
+  const drawn = new Float64Array(S);
+  for (let h = 0; h < H; h++) {
+    let [max, best, sum, share] = [-Infinity, 0, 0, 0];
+    for (let a = 0; a < W; a++) {
+      let row = 0;
+      for (let b = 0; b < W; b++) {
+        const cell = (h * T + window[a]) * T + window[b];
+        for (let s = 0; s < S; s++) drawn[s] = finite(w[s * H * T * T + cell]);
+        const std = sd(drawn);
+        if (std > max) [max, best] = [std, a * W + b];
+        sum += std;
+        row += mean[cell];
+      }
+      share += row;
+    }
+    out.query[h] = window[Math.floor(best / W)];
+    out.key[h] = window[best % W];
+    out.stdMax[h] = max;
+    out.stdMean[h] = sum / (W * W);
+    out.mapShare[h] = share / W;
   }
   return out;
 }
@@ -252,10 +330,12 @@ function sampledLayers(outputs, S, layers, heads) {
 
 // A frame from one run of a frame graph (engine.js's runFrame: {name: {data, dims}}), as make_frame has it
 // by `rules` (frame_rules()): {stats (C * rules.stats.length, float64, row c class c), pSamples (S * C),
-// spread (layers * heads), maps {layer: (heads * (kinds + k) * W * W) float32}}. `softmaxProbs` (C) f(softmax), the deterministic pass the
-// server sends; `window` the token indices the maps show; `stochastic` whether the model has a random layer
-// (false: every error is exact, 0); `intervalZ` the MI interval's multiplier at S, the server's
-// metrics.interval_multiplier(S). Layers the graph gives no weights of are deterministic: spread 0, no maps.
+// spread (layers * heads), maps {layer: (heads * (kinds + k) * W * W) float32}, rows {layer: {top, mean, se,
+// lo, hi, share (heads * T): caption_rows(row_summary); query, key, stdMax, stdMean, mapShare (heads):
+// map_summary}}}. `softmaxProbs` (C) f(softmax), the deterministic pass the server sends; `window` the token
+// indices the maps and rows show; `stochastic` whether the model has a random layer (false: every error is
+// exact, 0); `intervalZ` the MI interval's multiplier at S, the server's metrics.interval_multiplier(S).
+// Layers the graph gives no weights of are deterministic: spread 0, no maps or rows.
 export function frameFromOutputs(outputs, rules, { softmaxProbs, window, stochastic, intervalZ, layers, heads }) {
   checkRules(rules);
   const [S, C] = checkDims(outputs.sample_probs, [undefined, undefined], "sample_probs");
@@ -275,12 +355,15 @@ export function frameFromOutputs(outputs, rules, { softmaxProbs, window, stochas
   }, rules);
   const spread = new Float64Array(layers * heads);
   const maps = {};
+  const rows = {};
   for (const { layer, data, T } of sampledLayers(outputs, S, layers, heads)) {
     if (!window.every((t) => Number.isInteger(t) && t >= 0 && t < T)) throw new RangeError(`the window ${window} is not in 0 .. ${T - 1}`);
     if (S > 1) spread.set(layerSpread(data, S, heads, T), layer * heads);   // one sample: 0, as Python
     maps[layer] = windowMaps(data, S, heads, T, window, rules);
+    const mean = layerMean(data, S, heads * T * T);
+    rows[layer] = { ...rowSummary(mean, data, S, heads, T, window, rules), ...mapSummary(mean, data, S, heads, T, window) };
   }
-  return { stats, pSamples: Float32Array.from(outputs.sample_probs.data), spread, maps };
+  return { stats, pSamples: Float32Array.from(outputs.sample_probs.data), spread, maps, rows };
 }
 
 // ---- the payloads' arrays ---------------------------------------------------------------------------

@@ -4,14 +4,31 @@
 // `frame_graph` (views.runtime.frame_graph: the runtime's and the model graph's URLs and its manifest, or
 // the problem), its arrays the sentence's `states`. One module Web Worker (frame_worker.js) runs the
 // model's frame graph at every slider value, the slider's first, and each frame it posts is reduced here
-// by frame.js into the arrays the summary and inside views draw. The server's payloads carry only the
-// frames its captions read (the same numbers: explain()'s draws are the page's), drawn until this
-// browser makes its own; they keep coming (captions, a new selection), and `fill` puts the frames made
-// here back into each one's arrays.
+// by frame.js into the arrays the summary and inside views draw. The server makes no frame: its captions
+// are written from the frame this page sends it (`send`, views/page_frames.py), at the values the sliders
+// rest at and whenever a payload's captions wait for one (`captions_wait`). Payloads keep coming
+// (captions, a new selection), and `fill` puts the frames made here into each one's arrays.
 import { frameFromOutputs, insideArrays, summaryArrays } from "./frame.js";
 import { sliderIndex } from "./indices.js";
 
 const MAX_THREADS = 4;          // WASM threads asked for: onnxruntime-web gains little past four
+const DIGITS = 9;               // significant digits sent of a number: a float32 comes back exactly
+
+const rounded = (values) => Array.from(values, (v) => (Number.isFinite(v) ? Number(v.toPrecision(DIGITS)) : null));
+
+// What the server reads of a frame for its captions (bam_viz.live.posted): its stats, samples, spread and
+// per stochastic layer the caption rows (frame.js), and the stats of every frame made (the sweep's).
+function captionNumbers(key, index, S, frames) {
+  const f = frames[index];
+  const rows = {};
+  for (const [layer, r] of Object.entries(f.rows)) {
+    rows[layer] = { top: Array.from(r.top), mean: rounded(r.mean), se: rounded(r.se), lo: rounded(r.lo),
+      hi: rounded(r.hi), share: rounded(r.share), query: Array.from(r.query), key: Array.from(r.key),
+      std_max: rounded(r.stdMax), std_mean: rounded(r.stdMean), map_share: rounded(r.mapShare) };
+  }
+  return { sentence: key, index, n_samples: S, stats: rounded(f.stats), p_samples: rounded(f.pSamples),
+    spread: rounded(f.spread), rows, sweep: frames.map((g) => (g ? rounded(g.stats) : null)) };
+}
 
 // In `arrays` (frame.js's, a row per slider value), the server's rows of the values this browser has not
 // made a frame of and the server has (`servedReady`); `served` the payload's arrays ({data, shape, scale}).
@@ -38,7 +55,43 @@ export class LocalFrames {
     this.problem = "";
     this.stats = { loaded: null, frames: 0, ms: [] };      // for tests and benchmarks
     this.pending = false;
+    this.wanted = null;         // the frame the server's captions wait for: {key, index, hyper}
+    this.sent = 0;              // frames sent (tests)
     window.addEventListener(change, () => this.moved());
+  }
+
+  // A summary payload's header: its captions wait for this page's frame at `captions_wait`.
+  asked(h) {
+    if (Number.isInteger(h.captions_wait) && h.sentence === this.key) this.want(h.captions_wait, null);
+  }
+
+  // The sliders rest at `hyper` (sliders.js): their values go with the frame there, once it is made.
+  rest(hyper) {
+    const s = this.bus.views.summary;
+    if (!s || !s.h || !s.h.slider) return false;
+    this.want(sliderIndex(s.h.slider, hyper), hyper);
+    return true;
+  }
+
+  want(index, hyper) {
+    this.wanted = { key: this.key, index, hyper };
+    this.send();
+  }
+
+  // The frame wanted, to the server (the summary component's "frame" state: a rerun that writes the
+  // captions from it), once it is made; `hyper` null leaves the server's slider values as they are.
+  send() {
+    const w = this.wanted;
+    const s = this.bus.views.summary;
+    if (!w || w.key !== this.key || !this.frames[w.index] || !s || !s.args) return;
+    this.wanted = null;
+    const numbers = captionNumbers(this.key, w.index, this.here.n_samples, this.frames);
+    try {
+      s.args.setStateValue("frame", { hyper: w.hyper, numbers });
+      this.sent += 1;
+    } catch (err) {
+      console.warn("bamviz: could not send the frame", err);
+    }
   }
 
   // A summary payload's header `h` and arrays `a`: a sentence not being made starts its frames.
@@ -94,6 +147,7 @@ export class LocalFrames {
       }
       this.stats.frames += 1;
       this.stats.ms.push(m.ms);
+      this.send();
       this.repaint();
     }
   }
@@ -158,5 +212,10 @@ export class LocalFrames {
     }
     note.textContent = `This browser could not compute the explorer's frames: ${this.problem}`;
     s.root.dataset.localProblem = this.problem;
+    const w = this.wanted;            // the values the sliders rest at still go, without a frame
+    this.wanted = null;
+    if (w && w.hyper && s.args) {
+      try { s.args.setStateValue("frame", { hyper: w.hyper, numbers: null }); } catch (err) { /* the page stays */ }
+    }
   }
 }

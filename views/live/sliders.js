@@ -141,7 +141,7 @@ export class SlidersView extends View {
     this.timer = setTimeout(() => {
       this.timer = null;
       // This page makes its frames: the charts are here already, and the captions come with the values'
-      // run once the sliders rest (a frame the server makes for them, not one a release).
+      // run once the sliders rest (from this page's frame there: local.js).
       if (framesHere()) {
         this.hyperTimer = setTimeout(() => this.sendHyper(), this.sendMs);
         return;
@@ -160,6 +160,8 @@ export class SlidersView extends View {
       const v = BUS.values[s.name];
       hyper[s.name] = finite(v) ? v : s.current;
     }
+    // A page making its frames sends the values with its frame there, for the captions: one run
+    if (framesHere() && BUS.local.rest(hyper)) return;
     try { this.args.setStateValue("hyper", hyper); } catch (err) { console.warn("bamviz: could not send", err); }
   }
 

@@ -351,6 +351,7 @@ export class PayloadView extends View {
         this.served = { ...this.a };        // the server's arrays: the frames its captions read
         this.servedReady = Array.isArray(header.ready) ? header.ready.slice() : [];
         if (this.kind === "summary") localFrames().sentence(header, this.a);
+        if (this.kind === "summary") localFrames().asked(header);
         localFrames().fill(this);
       }
       this.setPresentation(!!header.presentation);
@@ -363,6 +364,7 @@ export class PayloadView extends View {
     this.h = header;
     if (header.sentence) {
       this.servedReady = Array.isArray(header.ready) ? header.ready.slice() : [];
+      if (this.kind === "summary") localFrames().asked(header);
       localFrames().fill(this);
     }
     const scaleChanged = this.setPresentation(!!header.presentation);
