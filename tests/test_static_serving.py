@@ -469,3 +469,46 @@ def test_the_files_kept_are_bounded_least_recently_sent_first(hashed, monkeypatc
     kept = [k for k, e in app._entries.items() if e is not None]        # the first graph went, the oldest sent
     assert kept == ["live/js/0123456789abcdef/live.js", "ort/fedcba9876543210/ort.wasm",
                     "graphs/00112233445566bb/frame.onnx"]
+
+
+@pytest.mark.parametrize("cls", [HashedStatic, PrecompressedStatic])
+def test_first_requests_that_come_together_compress_a_file_once(hashed, monkeypatch, cls):
+    """A class opens the page at once: twenty first requests of the runtime wait for one compression."""
+    import threading
+
+    import views.serving as serving
+
+    root, files = hashed
+    made = []
+    slow = threading.Event()
+
+    class Slow(serving.Entry):
+        def __init__(self, path):
+            made.append(path.name)
+            slow.wait(5)                              # every request arrives before the first is read
+            super().__init__(path)
+
+    monkeypatch.setattr(serving, "Entry", Slow)
+    name = "ort/fedcba9876543210/ort.wasm"
+    if cls is PrecompressedStatic:                   # Streamlit's frontend folder: <directory>/static/
+        (root / "static" / name).parent.mkdir(parents=True)
+        (root / "static" / name).write_bytes(files[name])
+    app = cls(None, directory=root)
+    path = ("/app/static/" if cls is HashedStatic else "/static/") + name
+    bodies = []
+
+    async def fetch():
+        sent = []
+
+        async def send(message):
+            sent.append(message)
+        scope = {"type": "http", "method": "GET", "path": path, "query_string": b"",
+                 "headers": [(b"accept-encoding", b"gzip")]}
+        await app(scope, None, send)
+        bodies.append(gzip.decompress(sent[-1]["body"]))
+
+    async def class_of_twenty():
+        asyncio.get_running_loop().call_later(0.2, slow.set)
+        await asyncio.gather(*(fetch() for _ in range(20)))
+    asyncio.run(class_of_twenty())
+    assert made == ["ort.wasm"] and len(bodies) == 20 and set(bodies) == {files[name]}

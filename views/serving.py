@@ -114,6 +114,7 @@ class PrecompressedStatic:
         self.root = (Path(directory) / "static").resolve()
         self.prefix = app_path("static/", base_url)
         self._entries: dict[str, Entry | None] = {}
+        self._making: dict[str, asyncio.Task] = {}
 
     async def __call__(self, scope, receive, send):
         if (scope["type"] == "http" and scope["method"] in ("GET", "HEAD")
@@ -136,12 +137,19 @@ class PrecompressedStatic:
     async def _entry(self, relative: str) -> Entry | None:
         if relative in self._entries:
             return self._entries[relative]
-        path = self._file(relative)
-        # Read and compressed once, in a thread (a 2 MB script takes about 0.1 s); two first requests at
-        # once may both compress it, and the second's result replaces an equal one.
-        entry = None if path is None else await asyncio.to_thread(Entry, path)
-        if entry is not None or len(self._entries) < 4096:      # unknown paths: remembered, boundedly
-            self._entries[relative] = entry
+        # Read and compressed once, in a thread (a 2 MB script takes about 0.1 s, the runtime's WASM 1.3 s):
+        # the first requests of a class arrive together, and wait for that one.
+        making = self._making.get(relative)
+        if making is None:
+            path = self._file(relative)
+            if path is None:
+                if len(self._entries) < 4096:                  # unknown paths: remembered, boundedly
+                    self._entries[relative] = None
+                return None
+            making = self._making[relative] = asyncio.ensure_future(asyncio.to_thread(Entry, path))
+            making.add_done_callback(lambda _: self._making.pop(relative, None))
+        entry = await asyncio.shield(making)
+        self._entries[relative] = entry
         return entry
 
     async def _send(self, entry: Entry, scope, send) -> None:
@@ -163,6 +171,7 @@ class HashedStatic(PrecompressedStatic):
         self.root = Path(directory or STATIC.parent).resolve()
         self.prefix = app_path("app/static/", base_url)
         self._entries: dict[str, Entry | None] = {}
+        self._making: dict[str, asyncio.Task] = {}
         self.hashed = re.compile(HASHED)
 
     async def __call__(self, scope, receive, send):
