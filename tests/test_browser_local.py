@@ -86,11 +86,18 @@ def _same_prose(ours: str, theirs: str, atol: float = 1.5e-3) -> None:
     np.testing.assert_allclose(got, want, rtol=0, atol=atol, err_msg=ours)
 
 
+OWN = "a sentence of this test's own, which no other page shows"
+
+
 def test_the_captions_are_written_from_the_pages_frame(served, browser):
-    """The server makes no frame (its footer counts none); the captions come once the page sends its frame,
-    for the new sentence and for the value a slider rests at, and say what the library's explain() says there."""
+    """A lone page's first captions read a frame the server made (no other explorer was running); the value
+    a slider rests at is captioned from the frame the page sends (the server makes no other: its footer
+    counts one), and says what the library's explain() says there."""
+    from urllib.parse import quote
+
     url, _ = served
-    page, _, _ = bl.open_explorer(browser, url, complete=True)
+    page, _, _ = bl.open_explorer(browser, url, query=f"?model=bam-wc&n_samples=32&seed=0&text={quote(OWN)}",
+                                  complete=True)
     try:
         wait = "() => { const h = window.bamviz.views.summary.h; return h.captions && h.captions.prediction; }"
         page.wait_for_function(wait, timeout=120_000)
@@ -101,15 +108,36 @@ def test_the_captions_are_written_from_the_pages_frame(served, browser):
             return here !== before && h.captions && h.captions.prediction && h.captions_at[0] === here; }""",
                                arg=before, timeout=120_000)
         got = page.evaluate(CAPTIONS)
-        assert got["sent"] >= 2 and "slider grid 0/46" in got["footer"], got
+        assert got["sent"] >= 1 and "slider grid 1/46" in got["footer"], got
         model = load_model("bam-wc")
-        grid = live.LiveGrid(model, bl.SENTENCE_24, 32, 0)
+        grid = live.LiveGrid(model, OWN, 32, 0)
         i, j = got["at"]
         result = live.FrameResult(grid, i, j, "predicted")              # made here, by the server's code
         _same_prose(got["captions"]["prediction"], captions.prediction_caption(result))
         assert f"{grid.values[i]:.3g}" in got["footer"]
     finally:
         page.close()
+
+
+def test_a_sentence_other_pages_show_is_captioned_by_one_frame_of_the_servers(served, browser):
+    """Two pages on one sentence (a class's first page, a lesson's step): the second's captions come from a
+    frame the server made once for both, with its first payload; that page sends none."""
+    from urllib.parse import quote
+
+    url, _ = served
+    query = "?model=bam-wc&n_samples=32&seed=0&text=" + quote("a sentence two pages of this test show")
+    first, _, _ = bl.open_explorer(browser, url, query=query, complete=False)
+    second = None
+    try:
+        second, _, _ = bl.open_explorer(browser, url, query=query, complete=False)
+        second.wait_for_function("() => { const h = window.bamviz.views.summary.h; return h.captions && h.captions.prediction; }",
+                                 timeout=120_000)
+        got = second.evaluate(CAPTIONS)
+        assert got["sent"] == 0 and "slider grid 1/46" in got["footer"], got
+    finally:
+        first.close()
+        if second is not None:
+            second.close()
 
 
 def test_with_the_server_stopped_every_press_repaints(served, browser):
@@ -170,5 +198,31 @@ def test_a_sentence_of_512_tokens_is_cut_to_the_models_length_said_and_computed(
         assert got["problem"] == "" and got["frames"] >= 1
         later = time.perf_counter() - t0
         print(f"a 128-token sentence: first charts {first:.1f} s, the page's first frame {later:.1f} s later")
+    finally:
+        page.close()
+
+
+def test_a_long_sentences_other_token_window_is_made_here_and_captioned(served, browser):
+    """A long sentence's maps show a window of its tokens; another window is another grid: the page makes
+    its frames again and the inside panel is captioned."""
+    from urllib.parse import quote
+
+    url, _ = served
+    words = " ".join(["the film was long and loud but the actors were wonderful"] * 4)       # about 50 tokens
+    page, _, _ = bl.open_explorer(browser, url, query=f"?model=bam-wc&n_samples=8&seed=0&text={quote(words)}",
+                                  complete=False)
+    try:
+        inside = """(key) => { const v = window.bamviz.views.inside; const l = window.bamviz.local;
+            return v && v.h && v.h.sentence !== key && v.h.sentence === l.key && l.frames[v.h.slider.current]
+                   && v.h.captions && v.h.captions.maps ? {key: v.h.sentence, window: v.h.window} : null; }"""
+        first = page.wait_for_function(inside, arg=None, timeout=120_000).json_value()
+        thumb = page.get_by_role("slider", name=re.compile("Tokens shown"))
+        thumb.focus()
+        for _ in range(5):
+            thumb.press("ArrowRight")
+        second = page.wait_for_function(inside, arg=first["key"], timeout=120_000).json_value()
+        assert second["window"] != first["window"] and second["window"][0] == 0          # [CLS] stays
+        got = page.evaluate("() => document.querySelector('.st-key-render_marker').innerText")
+        assert "slider grid 1/" in got                 # the first window's, made while the page was alone
     finally:
         page.close()

@@ -47,8 +47,8 @@ async def _student(base: str, text: str) -> dict:
 @pytest.mark.parametrize("frames", ["browser", "server"])
 def test_students_drive_the_app_and_see_only_their_own_sentence(frames, monkeypatch):
     """Where each page makes its frames (the app's mode), a student fetches the runtime and the model's
-    graph once, is sent no frame, asks no route and never polls, and its captions come from the frames it
-    sends (for the new sentence, and with the values its slider rests at); where the server makes them, its
+    graph once, is sent no frame but one the server made while no other explorer ran, asks no route and never
+    polls, and its captions come from the frames it sends (with the values its slider rests at); where the server makes them, its
     releases go to the route and it polls until every frame is made, then stops."""
     async def both(base):
         return await asyncio.gather(*[_student(base, t) for t in TEXTS])
@@ -63,7 +63,8 @@ def test_students_drive_the_app_and_see_only_their_own_sentence(frames, monkeypa
         ready, total = r["grid"]
         assert total > 1 and not r["polling"] and r["new_payloads"] >= 1     # the new sentence's charts fetched
         if frames == "browser":
-            assert ready == 0 and r["polls"] == 0 and r["model_bytes"] > 20e6 and r["frames_sent"] >= 2
+            # at most the frame of a sentence shown while no other explorer ran; the rest's frame is the page's
+            assert ready <= 1 and r["polls"] == 0 and r["model_bytes"] > 20e6 and r["frames_sent"] >= 1
             assert r["captions"] and r["captions"]["prediction"]
         else:
             assert ready == total and r["polls"] >= 1 and r["model_bytes"] == 0   # polled until every frame

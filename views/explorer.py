@@ -292,6 +292,7 @@ def window_control(result) -> None:
 
 @st.fragment
 @state.foreground
+@page_frames.running
 def inspection(view: state.View, model, hyper: dict) -> None:
     """The layer, head and token pickers and what they select: reruns alone, and re-slices the
     sentence's slider grid without running the model (a new token window makes a new grid).
@@ -396,6 +397,7 @@ def main() -> None:
 
 
 @state.foreground
+@page_frames.running
 def live_view(model, name: str) -> None:
     """The sliders and everything they change, a fragment. The browser moves the sliders and redraws
     the charts by itself, and the live route (`views.live_route`, registered here) answers a release

@@ -2,13 +2,19 @@
 (`BAM_VIZ_FRAMES=browser`) sends, once its slider rests and whenever a payload's captions wait for one
 (`captions_wait`), the slider values and its frame at them, reduced (views/live/local.js): the component's
 "frame" state. The server reads it (`bam_viz.live.posted.read_posted`), keeps it in this session only (a
-page's numbers never reach another session's captions), and writes the captions from it: the server makes
-no frame. Numbers that do not fit the grid are refused, and the captions say so in one line.
+page's numbers never reach another session's captions), and writes the captions from it. The server makes
+a frame only for a sentence many sessions show (`result`). Numbers that do not fit the grid are refused,
+and the captions say so in one line.
 """
 
 from __future__ import annotations
 
+import functools
+import threading
+import weakref
+
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from bam_viz.live import grid as live
 from bam_viz.live.posted import read_posted
@@ -52,11 +58,57 @@ def take(grid) -> None:
 
 def result(grid, post: int, prior: int, target: int | str | None = None) -> live.FrameResult:
     """The frame result a run reads at (post, prior): the page's frame at `post` when it sent it, else the
-    grid's (made on the server unless the page makes the frames: then it is waiting)."""
+    grid's. Where the pages make the frames, the grid's is made on the server (one `explain()`, which the
+    payloads carry: the page draws it before its own) only for a grid that other sessions show too (the
+    class's first sentence, a lesson's step: one frame serves them all, and their pages send none) or when
+    no other session's explorer is running (a lone user's first charts: a page's first frame waits for its
+    runtime, a second or more). Else the captions wait for the page's."""
     kept = ss.get(KEPT)
     if grid.in_browser and kept and kept[0] == grid.sentence_key and kept[1].index == post:
         return live.FrameResult(grid, post, prior, target, posted=kept[1])
-    return live.FrameResult(grid, post, prior, target)
+    wait = grid.in_browser and not _shared(grid) and not _alone()
+    return live.FrameResult(grid, post, prior, target, wait=wait)
+
+
+_running: dict[int, int] = {}          # thread -> explorer runs in progress on it (nested fragments)
+_running_lock = threading.Lock()
+
+
+def running(fn):
+    """Count `fn` (the explorer's fragments) as an explorer run in progress on this thread."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        me = threading.get_ident()
+        with _running_lock:
+            _running[me] = _running.get(me, 0) + 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            with _running_lock:
+                _running[me] -= 1
+                if not _running[me]:
+                    del _running[me]
+    return run
+
+
+def _alone() -> bool:
+    """Whether no explorer run but this thread's is in progress."""
+    with _running_lock:
+        return set(_running) <= {threading.get_ident()}
+
+
+_shown: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()     # grid -> the sessions that showed it
+_shown_lock = threading.Lock()
+
+
+def _shared(grid) -> bool:
+    """Whether another session than this one has shown `grid` (this one is counted now)."""
+    ctx = get_script_run_ctx()
+    with _shown_lock:
+        seen = _shown.setdefault(grid, set())
+        if ctx is not None:
+            seen.add(ctx.session_id)
+        return len(seen) > 1
 
 
 def problem(grid) -> str | None:

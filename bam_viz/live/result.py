@@ -34,9 +34,9 @@ class FrameResult:
     class `target`, and `for_target` for another. Read-only, like a result.
 
     The frame is `posted`'s (`bam_viz.live.posted.Posted`: made and reduced elsewhere, by the frame graph)
-    when given, else the grid's (made now if it is not), except on a grid whose frames are made elsewhere
-    (`in_browser`): then, until one is posted, the result is `waiting`, with the grid's numbers (tokens,
-    softmax, prior, KL) and none of a frame's, and no caption is written from it."""
+    when given, else the grid's: made now if it is not, unless `wait` (by default, on a grid whose frames
+    are made elsewhere, `in_browser`). Then, until one is posted, the result is `waiting`, with the grid's
+    numbers (tokens, softmax, prior, KL) and none of a frame's, and no caption is written from it."""
 
     # What is computed from these attributes the same way as for a result: one home, `ExplainResult`'s.
     target_name = ExplainResult.target_name
@@ -47,10 +47,12 @@ class FrameResult:
     gap_softmax = ExplainResult.gap_softmax
     gap_distinguishable = ExplainResult.gap_distinguishable
 
-    def __init__(self, grid, i: int, j: int = 0, target: int | str | None = None, posted=None):
+    def __init__(self, grid, i: int, j: int = 0, target: int | str | None = None, posted=None,
+                 wait: bool | None = None):
         if posted is not None and posted.index != i:
             raise ValueError(f"the posted frame is of slider value {posted.index}, not {i}")
-        frame = posted.frame if posted is not None else None if grid.in_browser else grid.frame(i)
+        wait = grid.in_browser if wait is None else wait
+        frame = posted.frame if posted is not None else grid.frames[i] if wait else grid.frame(i)
         self.grid, self.frame, self.index, self.prior_index = grid, frame, i, j
         self.waiting = frame is None
         self.sweep_stats = posted.sweep if posted is not None else None      # None: the grid's frames
