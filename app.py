@@ -13,8 +13,8 @@ import streamlit as st
 
 # A server shared by a class gives freed memory back rather than keeping it for speed (bam_viz.core.device).
 os.environ.setdefault("BAM_VIZ_MALLOC_TUNING", "memory")
-# Each page makes its slider grid's frames itself, in the browser (views/live/local.js): the server makes
-# only the frame a run's or a release's captions read. BAM_VIZ_FRAMES=server makes every frame here instead.
+# Each page makes its slider grid's frames itself, in the browser (views/live/local.js), and sends back the
+# one its captions read (views/page_frames.py). BAM_VIZ_FRAMES=server makes every frame here instead.
 os.environ.setdefault("BAM_VIZ_FRAMES", "browser")
 
 if __name__ != "__main__":

@@ -16,7 +16,11 @@ student asks of the server exactly what the explorer's page asks of it, in the s
   release   the live route with the sliders' new values and the payloads its answer names, timed to
             the last byte of them; the sliders component's `hyper` state (a rerun of its fragment)
             `HYPER_SEND_MS` after the last release, as the page sends it (views/live/sliders.js); without
-            a route, that state at once, timed to the footer.
+            a route, that state at once, timed to the footer. Where the page makes its frames, nothing
+            until the sliders rest; then the summary's `frame` state, the values with the page's frame
+            there (`caption_numbers`: made-up numbers of the right shape), as views/live/local.js sends it;
+  captions  where the page makes its frames and a summary payload's captions wait for its frame
+            (`captions_wait`), that `frame` state, once per sentence and value.
 
 and it times each against the footer the server writes (`views.explorer.render_marker`: the
 sentence's fingerprint, the slider values, the grid's progress). What it leaves out is the

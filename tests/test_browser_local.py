@@ -130,8 +130,8 @@ def test_a_sentence_other_pages_show_is_captioned_by_one_frame_of_the_servers(se
     second = None
     try:
         second, _, _ = bl.open_explorer(browser, url, query=query, complete=False)
-        second.wait_for_function("() => { const h = window.bamviz.views.summary.h; return h.captions && h.captions.prediction; }",
-                                 timeout=120_000)
+        second.wait_for_function("() => { const h = window.bamviz.views.summary.h; "
+                                 "return h.captions && h.captions.prediction; }", timeout=120_000)
         got = second.evaluate(CAPTIONS)
         assert got["sent"] == 0 and "slider grid 1/46" in got["footer"], got
     finally:

@@ -156,7 +156,7 @@ def test_a_grid_and_the_frames_made_beside_it_share_one_deterministic_pass(model
         parts = frames.make_frame(model, grid.text, 4, 0, dict(grid.hyper_at(i)), grid.window)
         assert np.array_equal(parts.stats[:, frames.STATS.index("p_softmax")], grid.softmax_probs.astype(np.float32))
     assert len(passes) == 1
-    r = model.explain(grid.text, n_samples=2, seed=0)          # the grid's weights are explain()'s, made without a frame
+    r = model.explain(grid.text, n_samples=2, seed=0)        # the grid's weights are explain()'s, with no frame made
     assert torch.equal(grid.softmax_weights, r.softmax_weights) and torch.equal(grid.prior_weights, r.prior_weights)
 
 

@@ -47,9 +47,9 @@ async def _student(base: str, text: str) -> dict:
 @pytest.mark.parametrize("frames", ["browser", "server"])
 def test_students_drive_the_app_and_see_only_their_own_sentence(frames, monkeypatch):
     """Where each page makes its frames (the app's mode), a student fetches the runtime and the model's
-    graph once, is sent no frame but one the server made while no other explorer ran, asks no route and never
-    polls, and its captions come from the frames it sends (with the values its slider rests at); where the server makes them, its
-    releases go to the route and it polls until every frame is made, then stops."""
+    graph once, is sent no frame but one the server made while no other explorer ran, asks no route and
+    never polls, and its captions come from the frames it sends (with the values its slider rests at);
+    where the server makes them, its releases go to the route and it polls until every frame is made."""
     async def both(base):
         return await asyncio.gather(*[_student(base, t) for t in TEXTS])
 

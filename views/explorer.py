@@ -210,7 +210,8 @@ def target_control(model, result) -> int | None:
         ss[state.TARGET_KEY] = state.PREDICTED
     # Holds the class names and the predicted one, never the result (the session keeps format_func).
     # waiting for the page's frame: which class E[f(z)] predicts is not known yet
-    name = functools.partial(_class_option, classes, "…" if result.waiting else display_token(classes[result.predicted]))
+    predicted = "…" if result.waiting else display_token(classes[result.predicted])
+    name = functools.partial(_class_option, classes, predicted)
     option = st.selectbox("Class shown (target)", [state.PREDICTED, *range(len(classes))], key=state.TARGET_KEY,
                           format_func=name, persist_state="session",
                           help="The class whose probability the headline, the sweep and the histogram show. "

@@ -7,7 +7,7 @@ Weibull, `shape_k`: `POSTERIOR_PER_DECADE` values a decade) and of the prior-onl
 `explain()` gives at that value, reduced to a `Frame` (the headline's estimates and errors, the
 per-sample predictions, spread, every stochastic head's maps in the token window, and the KL at
 every prior value). In the app each page makes the frames itself (`FRAMES.in_browser`); the server makes
-only those its captions read, and the payloads carry what the page's frame graph needs instead. Else
+one only when asked (`frame`), and the payloads carry what the page's frame graph needs instead. Else
 (the library's default) frames are made nearest to the current value first, in the background
 (`bam_viz.live.scheduler`), while the page already draws the ones made.
 
@@ -122,8 +122,8 @@ class LiveGrid:
         self.encoded, self.truncated, self.notes = lower.text, lower.truncated, result_notes(model, lower)
         self.window = list(range(self.T)) if window is None else [int(i) for i in window]
         self.frames: list[Frame | None] = [None] * len(self.values)
-        # Each page computes this grid's frames (FRAMES.in_browser): the server makes only the frames its
-        # captions read (explain's draws are the page's), which the page draws until it has made its own.
+        # Each page computes this grid's frames (FRAMES.in_browser): the server makes one only when asked
+        # (`frame`: explain's draws are the page's), which the page draws until it has made its own.
         self.in_browser = FRAMES.in_browser and n_samples >= 2      # a frame graph draws 2 samples or more
         self.sentence_key = hashlib.sha256(repr((model.name, id(model), text, n_samples, seed, self.window,
                                                  self.others)).encode()).hexdigest()[:16]

@@ -75,11 +75,14 @@ class FrameResult:
         self.spread = np.full((L, H), np.nan) if frame is None else frame.spread
         self.kl = grid.kl_table(i)[j] if frame is None else frame.kl[j]
         self.softmax_weights, self.prior_weights = grid.softmax_weights, grid.prior_weights
-        # waiting: the class asked for, else the one f(softmax) predicts, until the frame says
-        self.target = resolve_target(self.classes, target, (grid.softmax_probs if frame is None else self.mc_probs).tolist())
+        self.target = resolve_target(self.classes, target, self._predicting())
+
+    def _predicting(self) -> list[float]:
+        """What "predicted" reads: E[f(z)], and while waiting for the frame, f(softmax)."""
+        return (self.grid.softmax_probs if self.waiting else self.mc_probs).tolist()
 
     def for_target(self, target: int | str | None) -> FrameResult:
-        index = resolve_target(self.classes, target, (self.grid.softmax_probs if self.waiting else self.mc_probs).tolist())
+        index = resolve_target(self.classes, target, self._predicting())
         if index == self.target:
             return self
         view = object.__new__(type(self))

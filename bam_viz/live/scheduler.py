@@ -49,8 +49,8 @@ class FrameScheduler:
 
     @property
     def in_browser(self) -> bool:
-        """Whether each page computes its grid's frames itself: the server makes only the frame a run's or
-        a release's captions read, and nothing in the background."""
+        """Whether each page computes its grid's frames itself: the server makes a frame only when asked
+        (`LiveGrid.frame`), and nothing in the background."""
         return self.mode == "browser"
 
     def use(self, mode: str) -> None:

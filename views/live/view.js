@@ -348,7 +348,7 @@ export class PayloadView extends View {
       this.a = readArrays(bytes, header, blobStart);
       this.h = header;
       if (header.sentence) {
-        this.served = { ...this.a };        // the server's arrays: the frames its captions read
+        this.served = { ...this.a };        // the server's arrays: the frames it made (a shared sentence's)
         this.servedReady = Array.isArray(header.ready) ? header.ready.slice() : [];
         if (this.kind === "summary") localFrames().sentence(header, this.a);
         if (this.kind === "summary") localFrames().asked(header);
