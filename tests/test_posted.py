@@ -152,3 +152,37 @@ def test_a_grid_whose_frames_the_page_makes_waits_for_them(models):
             live.FrameResult(grid, 7, 0, posted=posted(grid, numbers_of(grid, 3)))
     finally:
         scheduler.FRAMES.use("server")
+
+
+def test_a_late_frame_is_dropped_and_a_wrong_one_said_in_one_line(models, monkeypatch):
+    """A frame of the sentence before (sent as the page's sentence changed) is dropped: the new sentence's
+    captions still wait for theirs; numbers that are wrong for this sentence are said; a good one is kept.
+    The server makes a frame only while no other explorer runs."""
+    from views import page_frames
+
+    session = {}
+    monkeypatch.setattr(page_frames, "ss", session)
+    scheduler.FRAMES.use("browser")
+    try:
+        grid = live.LiveGrid(models["bam-wc"], SHORT, 4, 0)
+        before = live.LiveGrid(models["bam-wc"], SHORT + " Really.", 4, 0)
+    finally:
+        scheduler.FRAMES.use("server")
+    twin = live.LiveGrid(models["bam-wc"], SHORT, 4, 0)        # the same sentence: what the page sends
+    assert twin.sentence_key == grid.sentence_key
+    session[page_frames.SENT] = numbers_of(before, 3)
+    page_frames.take(grid)
+    assert page_frames.problem(grid) is None and page_frames.KEPT not in session and page_frames.SENT not in session
+    session[page_frames.SENT] = _broken(numbers_of(twin, 3), ("spread", 0), -1.0)
+    page_frames.take(grid)
+    assert page_frames.problem(grid).startswith("spread holds a number outside [0, ")
+    session[page_frames.SENT] = numbers_of(twin, 3)
+    page_frames.take(grid)
+    assert page_frames.problem(grid) is None and session[page_frames.KEPT][1].index == 3
+    assert not page_frames.result(grid, 3, 0).waiting and grid.frames[3] is None          # the page's frame
+    page_frames._running[-1] = 1                       # another session's explorer run in progress
+    try:
+        assert page_frames.result(grid, 4, 0).waiting and grid.frames[4] is None          # the page's to send
+    finally:
+        del page_frames._running[-1]
+    assert not page_frames.result(grid, 4, 0).waiting and grid.frames[4] is not None      # alone: the server's

@@ -43,10 +43,13 @@ def sent(key: str) -> dict:
 
 def take(grid) -> None:
     """Read the numbers the page sent last, if no run has, as a frame of `grid`, and keep it for this
-    session's captions; keep the reason instead when they are refused."""
+    session's captions; keep the reason instead when they are refused. Numbers of another sentence (sent
+    before the page's sentence changed) are dropped: late, not wrong."""
     if SENT not in ss:
         return
     numbers = ss.pop(SENT)
+    if isinstance(numbers, dict) and numbers.get("sentence") != grid.sentence_key:
+        return
     try:
         index = numbers.get("index") if isinstance(numbers, dict) else None
         kl = grid.kl_table(index) if isinstance(index, int) and 0 <= index < len(grid.values) else None
