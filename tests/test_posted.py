@@ -116,6 +116,8 @@ def test_numbers_that_are_not_a_frame_of_the_grid_are_refused(models):
         "a short stats": _broken(good, ("stats",), good["stats"][:-1]),
         "a probability over 1": _broken(good, ("p_samples", 0), 1.5),
         "a null probability": _broken(good, ("p_samples", 0), None),
+        "a NaN probability (JSON's NaN, which Python reads)": _broken(good, ("p_samples", 0), float("nan")),
+        "an infinite estimate": _broken(good, ("stats", 0), float("inf")),
         "a string": _broken(good, ("spread", 0), "0.1"),
         "a negative spread": _broken(good, ("spread", 0), -0.1),
         "a top key past the sentence": _broken(good, ("rows", layer, "top", 0), T),

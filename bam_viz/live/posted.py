@@ -48,7 +48,7 @@ def _numbers(value, n: int, name: str, low: float = -FLOAT32_LIMIT, high: float 
         raise ValueError(f"{name} holds something other than numbers")
     a = np.asarray(value, dtype=np.float64)
     finite = a[np.isfinite(a)]
-    if (not nan and finite.size != a.size) or ((finite < low) | (finite > high)).any():
+    if np.isinf(a).any() or (not nan and finite.size != a.size) or ((finite < low) | (finite > high)).any():
         raise ValueError(f"{name} holds a number outside [{low:g}, {high:g}]")
     return a
 
