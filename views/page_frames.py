@@ -3,8 +3,8 @@
 (`captions_wait`), the slider values and its frame at them, reduced (views/live/local.js): the component's
 "frame" state. The server reads it (`bam_viz.live.posted.read_posted`), keeps it in this session only (a
 page's numbers never reach another session's captions), and writes the captions from it. The server makes
-a frame only for a sentence many sessions show (`result`). Numbers that do not fit the grid are refused,
-and the captions say so in one line.
+a frame only for a sentence other sessions show and while no other explorer runs (`result`). Numbers that
+do not fit the grid are refused, and the captions say so in one line.
 """
 
 from __future__ import annotations
@@ -23,9 +23,7 @@ ss = st.session_state
 FRAME_STATE = "frame"            # the summary component's state the page sends its frame in
 KEPT = "_page_frame"             # Session State: (sentence key, Posted) of the last frame read
 PROBLEM = "_page_frame_problem"  # Session State: (sentence key, why the last frame was refused)
-
-
-SENT = "_page_frame_sent"         # Session State: the numbers sent, until a run reads them with its grid
+SENT = "_page_frame_sent"        # Session State: the numbers sent, until a run reads them with its grid
 
 
 def sent(key: str) -> dict:
