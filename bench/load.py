@@ -1,7 +1,7 @@
 """A class on one server: twenty browser sessions at once, each with its own sentence and sliders.
 
     .venv/bin/python bench/load.py [--sessions 20] [--browsers B] [--stagger 10] [--presses 10] [--samples 32]
-                                   [--json out.json]
+                                   [--apart] [--json out.json]
 
 On a fresh server (loopback only), in one headless Debian chromium, each session in a browser
 context of its own (its own Streamlit session):
@@ -47,6 +47,11 @@ its scripts, the runs, the polls, the chart payloads, the new sentence, a releas
 charts, new sentence, release to the last byte of the payloads the live route's answer names) are
 reported beside one student alone, in the same run, and the releases by when in the class they came
 (`releases_by_time`).
+
+With `--apart`, the server runs on half of this machine's cores and the benchmark, its students and the
+chromium pages on the other half (`split_cores`): the pages' own frames then take no core of the
+server's, as on the laptops of a classroom, and the pages' figures are against a page alone on the same
+cores.
 """
 
 from __future__ import annotations
@@ -357,8 +362,23 @@ def browser_slots(sessions: int, browsers: int) -> set[int]:
     return {round(i * sessions / browsers) for i in range(browsers)} if browsers else set()
 
 
+def split_cores(server_pid: int) -> dict | None:
+    """`--apart`: the server (every thread of it) on the first half of this machine's cores, this process and
+    what it starts from now on (chromium, Playwright's driver, the students' connections) on the other half,
+    so that the pages' frames take no core of the server's, as on the laptops of a classroom. None, and
+    nothing moved, on a machine of one core."""
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        return None
+    server, rest = set(cores[: len(cores) // 2]), set(cores[len(cores) // 2 :])
+    for task in os.listdir(f"/proc/{server_pid}/task"):
+        os.sched_setaffinity(int(task), server)
+    os.sched_setaffinity(0, rest)            # this thread, and what it starts
+    return {"server": sorted(server), "benchmark_and_pages": sorted(rest)}
+
+
 async def run_async(sessions: int, stagger: float, presses: int, timeout_s: float, log: Path | None,
-                    browsers: int | None = None, single_presses: int | None = None) -> dict:
+                    browsers: int | None = None, single_presses: int | None = None, apart: bool = False) -> dict:
     from playwright.async_api import async_playwright
 
     if not Path(CHROMIUM).exists():
@@ -372,6 +392,7 @@ async def run_async(sessions: int, stagger: float, presses: int, timeout_s: floa
     with serve(ROOT / "app.py", log=log, process=proc) as base:
         memory = RssSampler(proc[0].pid)      # the server's pages, as bench/soak.py counts them
         memory.start()
+        out["cores"] = split_cores(proc[0].pid) if apart else None
         async with async_playwright() as pw:
             browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
             await session(browser, base, 10_000, 2, 0.0, timeout_s)          # warm-up: model, first compile
@@ -471,6 +492,8 @@ def main() -> None:
     ap.add_argument("--lesson", default=None, help="ID:STEP: every session opens this lesson step (the lesson case)")
     ap.add_argument("--samples", type=int, default=SAMPLES,
                     help="samples per slider value (32): what the class costs if a frame costs less")
+    ap.add_argument("--apart", action="store_true",
+                    help="the server on half the cores, the pages and the benchmark on the other half")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     global START
@@ -478,7 +501,7 @@ def main() -> None:
     if args.lesson:
         LESSON.update(lesson_case(args.lesson))
     result = asyncio.run(run_async(args.sessions, args.stagger, args.presses, args.timeout, args.log,
-                                    args.browsers, args.single_presses))
+                                    args.browsers, args.single_presses, args.apart))
     result["samples"] = args.samples
     print(json.dumps({k: v for k, v in result.items() if k != "sessions_detail"}, indent=2))
     if args.json:

@@ -148,3 +148,19 @@ def test_a_reader_that_died_is_said_not_timed_out():
 
     with pytest.raises(RuntimeError, match="could not read"):
         asyncio.run(go())
+
+
+def test_apart_puts_the_server_and_the_benchmark_on_cores_of_their_own():
+    """`load.py --apart`: every thread of the server on the first half of the cores, the benchmark (and what
+    it starts) on the rest; on one core nothing moves. In a child process: this one's cores stay."""
+    code = ("import os, subprocess, load; p = subprocess.Popen(['sleep', '30']); c = load.split_cores(p.pid); "
+            "print(c, sorted(os.sched_getaffinity(p.pid)), sorted(os.sched_getaffinity(0))); p.kill()")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "bench")}).stdout.strip()
+    cores = sorted(os.sched_getaffinity(0))
+    half = len(cores) // 2
+    if len(cores) < 2:
+        assert out == f"None {cores} {cores}"
+    else:
+        want = {"server": cores[:half], "benchmark_and_pages": cores[half:]}
+        assert out == f"{want} {cores[:half]} {cores[half:]}"
