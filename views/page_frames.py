@@ -50,7 +50,7 @@ def take(grid) -> None:
         return
     try:
         index = numbers.get("index") if isinstance(numbers, dict) else None
-        kl = grid.kl_table(index) if isinstance(index, int) and 0 <= index < len(grid.values) else None
+        kl = grid.kl_tables()[index] if isinstance(index, int) and 0 <= index < len(grid.values) else None
         ss[KEPT] = (grid.sentence_key, read_posted(numbers, grid, kl))
         ss.pop(PROBLEM, None)
     except ValueError as err:

@@ -73,7 +73,7 @@ class FrameResult:
             column[name].astype(np.float32) for name in ("p_mc", "p_mean_attention", "p_softmax"))
         self.sample_probs = torch.from_numpy(np.zeros((0, C), np.float32) if frame is None else frame.p_samples)
         self.spread = np.full((L, H), np.nan) if frame is None else frame.spread
-        self.kl = grid.kl_table(i)[j] if frame is None else frame.kl[j]
+        self.kl = grid.kl_tables()[i, j] if frame is None else frame.kl[j]
         self.softmax_weights, self.prior_weights = grid.softmax_weights, grid.prior_weights
         self.target = resolve_target(self.classes, target, self._predicting())
 
