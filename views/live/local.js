@@ -4,10 +4,11 @@
 // `frame_graph` (views.runtime.frame_graph: the runtime's and the model graph's URLs and its manifest, or
 // the problem), its arrays the sentence's `states`. One module Web Worker (frame_worker.js) runs the
 // model's frame graph at every slider value, the slider's first, and each frame it posts is reduced here
-// by frame.js into the arrays the summary and inside views draw. The server makes no frame: its captions
-// are written from the frame this page sends it (`send`, views/page_frames.py), at the values the sliders
-// rest at and whenever a payload's captions wait for one (`captions_wait`). Payloads keep coming
-// (captions, a new selection), and `fill` puts the frames made here into each one's arrays.
+// by frame.js into the arrays the summary and inside views draw. The captions are written from the frame
+// this page sends the server (`send`, views/page_frames.py), at the values the sliders rest at and whenever
+// a payload's captions wait for one (`captions_wait`); the server makes a frame only for a sentence other
+// pages show or while no other explorer runs, and its payloads carry it until this page has its own
+// (`keepServed`). Payloads keep coming (captions, a new selection): `fill` puts this page's frames in.
 import { frameFromOutputs, insideArrays, summaryArrays } from "./frame.js";
 import { sliderIndex } from "./indices.js";
 
