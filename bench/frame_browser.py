@@ -87,7 +87,12 @@ DRIVE = """async ({ worker, start, later, until, timeoutMs, keepData }) => {
     let sentLater = false;
     w.onmessage = ({ data }) => {
       const at = performance.now() - t0;
-      if (data.type === "frame") {
+      if (data.type === "frame" && data.frame) {        // reduced in the worker: its stats and samples
+        const { stats, pSamples, maps } = data.frame;
+        got.push({ ...data, frame: { stats: Array.from(stats, (v) => (Number.isNaN(v) ? null : v)),
+          pSamples: Array.from(pSamples), layers: Object.keys(maps) }, at });
+        if (!sentLater) { sentLater = true; later.forEach((m) => w.postMessage(prepare(m))); }
+      } else if (data.type === "frame") {
         const outputs = {};
         for (const [name, { data: a, dims }] of Object.entries(data.outputs)) {
           outputs[name] = { dims, data: keepData ? Array.from(a) : a.length };
@@ -125,13 +130,23 @@ def load_message(graph_folder_url: str, manifest: dict, threads: int) -> dict:
             "manifest": manifest, "threads": threads}
 
 
-def sentence_message(id_, states, values: list[dict], current: int = 0, seed: int = SEED, n_samples: int = S) -> dict:
-    """`states`: (1, T, hidden) array-like."""
+def sentence_message(id_, states, values: list[dict], current: int = 0, seed: int = SEED, n_samples: int = S,
+                     reduce: dict | None = None) -> dict:
+    """`states`: (1, T, hidden) array-like; `reduce`: the worker posts reduced frames (`reduce_options`)."""
     import numpy as np
 
     x = np.asarray(states, dtype=np.float32)
-    return {"type": "sentence", "id": id_, "states": x.ravel().tolist(), "T": int(x.shape[1]), "S": n_samples,
-            "seed": str(seed), "values": values, "current": current}
+    out = {"type": "sentence", "id": id_, "states": x.ravel().tolist(), "T": int(x.shape[1]), "S": n_samples,
+           "seed": str(seed), "values": values, "current": current}
+    return out | ({"reduce": reduce} if reduce is not None else {})
+
+
+def reduce_options(here: dict) -> dict:
+    """A sentence message's `reduce` (frame.js's frameFromOutputs options) from a grid's `browser_frames()`,
+    as views/live/local.js sends it."""
+    return {"rules": here["rules"], "softmaxProbs": here["softmax_probs"], "window": here["window"],
+            "stochastic": here["stochastic"], "intervalZ": here["interval_z"], "layers": here["layers"],
+            "heads": here["heads"]}
 
 
 # Draw a frame's noise as the worker does (engine.js's noiseFeeds), in the page: its share of a frame.

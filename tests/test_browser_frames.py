@@ -236,3 +236,27 @@ def test_a_page_not_cross_origin_isolated_gets_its_frames_on_one_thread(server, 
     for f, want in zip(frames, _pythons(model, graph, states, values[:2]), strict=True):
         for name, w in want.items():
             np.testing.assert_allclose(_arrays(f)[name], w, rtol=0, atol=ATOL, err_msg=name)
+
+
+def test_a_sentence_with_reduce_gets_make_frames_frames_and_a_bad_rule_is_one_line(page, model, graph, sentence):
+    """With `reduce` (what local.js sends), the worker posts each frame reduced, never its outputs: the
+    page's main thread only draws. Its stats and samples are make_frame's for the same noise."""
+    from bam_viz.live.frames import make_frame
+    from bam_viz.live.grid import LiveGrid
+
+    states, values = sentence
+    here = LiveGrid(model, TEXT, S, SEED).browser_frames()
+    reduce = fb.reduce_options(here)
+    got = _run(page, graph, fb.sentence_message(1, states, values[:2], seed=SEED, n_samples=S, reduce=reduce))
+    frames = _of(got, "frame")
+    assert [f["index"] for f in frames] == [0, 1] and all("outputs" not in f for f in frames)
+    assert all(f["reduceMs"] >= 0 for f in frames)
+    for f in frames:
+        want = make_frame(model, TEXT, S, SEED, values[f["index"]], here["window"], rng="portable")
+        np.testing.assert_allclose(np.array(f["frame"]["stats"], float).reshape(want.stats.shape), want.stats,
+                                   rtol=1e-5, atol=ATOL)
+        np.testing.assert_allclose(f["frame"]["pSamples"], want.p_samples.ravel(), rtol=0, atol=ATOL)
+        assert [int(k) for k in f["frame"]["layers"]] == sorted(want.maps)
+    bad = fb.sentence_message(2, states, values[:2], seed=SEED, n_samples=S, reduce={**reduce, "rules": {}})
+    error = _error(_run(page, graph, bad))
+    assert error.startswith("frame 0 could not be read: the frame rules lack stats")

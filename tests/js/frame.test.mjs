@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
 import { frameFromOutputs, insideArrays, summaryArrays } from "../../views/live/frame.js";
+import { buffersOf } from "../../views/live/frame_queue.js";
 
 const FIXTURE = JSON.parse(readFileSync(new URL("./fixtures/frame.json", import.meta.url), "utf8"));
 const RULES = FIXTURE.rules;
@@ -198,4 +199,20 @@ test("outputs that do not fit each other are refused", () => {
   assert.throws(() => made(outputs, { ...options, layers: 2 }), /past the model's 2 layers/);
   assert.throws(() => made(outputs, { ...options, window: [0, 9] }), /window/);
   assert.throws(() => summaryArrays([null], RULES, 2, 1, 6, 2), /target/);
+});
+
+// frame_worker.js posts each reduced frame with buffersOf(frame) as its transfer list: every typed array
+// moves (none copied, the worker keeps none), and the page receives the same numbers.
+test("a reduced frame posted with its buffers arrives whole and leaves the worker nothing", () => {
+  const c = FIXTURE.cases[0];
+  const frame = frameOf(c, c.frames.find((f) => f));
+  const want = structuredClone(frame);
+  const buffers = buffersOf(frame);
+  const arrays = [];
+  const walk = (v) => (ArrayBuffer.isView(v) ? arrays.push(v) : v && typeof v === "object" && Object.values(v).forEach(walk));
+  walk(frame);
+  assert.ok(arrays.length > 10 && buffers.length === new Set(arrays.map((a) => a.buffer)).size);
+  const got = structuredClone(frame, { transfer: buffers });
+  assert.deepEqual(got, want);
+  assert.ok(arrays.every((a) => a.buffer.byteLength === 0), "every array of the worker's frame is transferred");
 });

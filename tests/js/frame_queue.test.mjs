@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
-  FrameQueue, MAX_NOISE_BYTES, nearestFirst, noiseBytes, oneLine, sameOrigin, sentenceProblem, transferable, wasmThreads,
+  buffersOf, FrameQueue, MAX_NOISE_BYTES, nearestFirst, noiseBytes, oneLine, sameOrigin, sentenceProblem, transferable, wasmThreads,
 } from "../../views/live/frame_queue.js";
 
 test("nearest first is bam_viz.live.grid.nearest_first's order (tests/test_live.py's cases)", () => {
@@ -110,4 +110,13 @@ test("outputs are posted with their buffers; a shared or partial view is copied 
   assert.deepEqual(buffers, [own.buffer, outputs.b.data.buffer, outputs.c.data.buffer]);
   const twice = transferable({ a: { data: own, dims: [2] }, b: { data: own, dims: [2] } });   // one buffer, listed once
   assert.equal(new Set(twice.buffers).size, 2);
+});
+
+test("buffersOf lists each owned buffer of nested typed arrays once, never a shared or partial one", () => {
+  const own = new Float64Array([1, 2]);
+  const shared = new Float32Array(new SharedArrayBuffer(8));
+  const part = new Float32Array(new ArrayBuffer(16), 4, 2);
+  const other = new Int16Array([3]);
+  const found = buffersOf({ a: own, rows: { 3: { b: own, c: other, d: shared, e: part } }, n: 4, s: "x", z: null });
+  assert.deepEqual(found, [own.buffer, other.buffer]);
 });

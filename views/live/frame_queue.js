@@ -130,3 +130,17 @@ export function transferable(outputs) {
   }
   return { outputs: posted, buffers };
 }
+
+// The buffers of the typed arrays anywhere in `value` (a reduced frame: objects of typed arrays), each once:
+// what a post transfers rather than copies. An array on shared memory, or on part of a buffer (the
+// runtime's heap, which a transfer would take from it), is copied instead.
+export function buffersOf(value, found = []) {
+  if (ArrayBuffer.isView(value)) {
+    const own = value.buffer instanceof ArrayBuffer && value.byteOffset === 0
+      && value.byteLength === value.buffer.byteLength;
+    if (own && !found.includes(value.buffer)) found.push(value.buffer);
+  } else if (value && typeof value === "object") {
+    for (const v of Object.values(value)) buffersOf(v, found);
+  }
+  return found;
+}

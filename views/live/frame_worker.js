@@ -5,20 +5,24 @@
 //
 //   {type: "load", runtimeUrl, graphUrl, manifest, threads}   the runtime's module (runtime_url() +
 //       ENTRY), the graph's file and its manifest (frame.json), the WASM threads wanted
-//   {type: "sentence", id, states, T, S, seed, values, current}   states: a Float32Array (1, T, hidden);
-//       values[i]: frame i's hyperparameters (name -> value); replaces the sentence being made
+//   {type: "sentence", id, states, T, S, seed, values, current, reduce?}   states: a Float32Array (1, T,
+//       hidden); values[i]: frame i's hyperparameters (name -> value); replaces the sentence being made;
+//       reduce: frame.js's frameFromOutputs options with `rules` (what the page draws), else raw outputs
 //   {type: "current", id, current}   the slider moved: what is left of sentence `id`, nearest it first
 //
 // and out:
 //
 //   {type: "loaded", threads, note, bytes, fetchMs, sessionMs}   note: why fewer threads than asked ("")
 //   {type: "frame", id, index, outputs, ms}   outputs: name -> {data: Float32Array, dims}, buffers transferred
+//   {type: "frame", id, index, frame, ms, reduceMs}   with `reduce`: frameFromOutputs's frame, reduced here so
+//       that the page's main thread, which draws, never does it (160-190 ms at 128 tokens)
 //   {type: "done", id}                        every frame of sentence `id` made
 //   {type: "error", error, id?, index?}       one line; the sentence (or the graph) is given up
 //
 // A new sentence or a move takes effect between two frames, never during one. Every failure is posted.
 import { createSession, runFrame } from "./engine.js";
-import { FrameQueue, oneLine, sameOrigin, sentenceProblem, transferable, wasmThreads } from "./frame_queue.js";
+import { frameFromOutputs } from "./frame.js";
+import { buffersOf, FrameQueue, oneLine, sameOrigin, sentenceProblem, transferable, wasmThreads } from "./frame_queue.js";
 
 let engine = null;        // {ort, session, manifest}: the loaded graph
 let unloaded = "no frame graph: send \"load\" before a sentence";     // why engine is null
@@ -86,7 +90,7 @@ async function load({ runtimeUrl, graphUrl, manifest, threads }) {
     fetchMs: created - fetched, sessionMs: performance.now() - created });
 }
 
-function sentence({ id, states, T, S, seed, values, current }) {
+function sentence({ id, states, T, S, seed, values, current, reduce }) {
   work = null;                                          // the last sentence's frames left are given up
   if (!engine) {
     failed(unloaded, { id });
@@ -97,7 +101,7 @@ function sentence({ id, states, T, S, seed, values, current }) {
     failed(problem, { id });
     return;
   }
-  work = { id, frame: { states, T, S, seed }, values, queue: new FrameQueue(values.length, current) };
+  work = { id, frame: { states, T, S, seed }, values, reduce, queue: new FrameQueue(values.length, current) };
   pump();
 }
 
@@ -121,8 +125,22 @@ async function pump() {
         continue;
       }
       w.queue.done(index);
-      const sent = transferable(outputs);
-      post({ type: "frame", id: w.id, index, outputs: sent.outputs, ms: performance.now() - started }, sent.buffers);
+      const ran = performance.now();
+      if (w.reduce) {
+        let frame;
+        try {
+          frame = frameFromOutputs(outputs, w.reduce.rules, w.reduce);
+        } catch (err) {
+          if (work === w) work = null;
+          failed(oneLine(`frame ${index} could not be read`, err), { id: w.id, index });
+          continue;
+        }
+        const reduceMs = performance.now() - ran;
+        post({ type: "frame", id: w.id, index, frame, ms: ran - started, reduceMs }, buffersOf(frame));
+      } else {
+        const sent = transferable(outputs);
+        post({ type: "frame", id: w.id, index, outputs: sent.outputs, ms: ran - started }, sent.buffers);
+      }
       if (w.queue.finished) {
         if (work === w) work = null;
         post({ type: "done", id: w.id });

@@ -3,13 +3,13 @@
 // hyperparameters at each slider value, seed, S, the reduction's rules, f(softmax), the token window) and
 // `frame_graph` (views.runtime.frame_graph: the runtime's and the model graph's URLs and its manifest, or
 // the problem), its arrays the sentence's `states`. One module Web Worker (frame_worker.js) runs the
-// model's frame graph at every slider value, the slider's first, and each frame it posts is reduced here
-// by frame.js into the arrays the summary and inside views draw. The captions are written from the frame
-// this page sends the server (`send`, views/page_frames.py), at the values the sliders rest at and whenever
+// model's frame graph at every slider value, the slider's first, and reduces each (frame.js) before it
+// posts it, so that this thread only draws. The captions are written from the frame this page sends the
+// server (`send`, views/page_frames.py), at the values the sliders rest at and whenever
 // a payload's captions wait for one (`captions_wait`); the server makes a frame only for a sentence other
 // pages show or while no other explorer runs, and its payloads carry it until this page has its own
 // (`keepServed`). Payloads keep coming (captions, a new selection): `fill` puts this page's frames in.
-import { frameFromOutputs, insideArrays, summaryArrays } from "./frame.js";
+import { insideArrays, summaryArrays } from "./frame.js";
 import { sliderIndex } from "./indices.js";
 
 const MAX_THREADS = 4;          // WASM threads asked for: onnxruntime-web gains little past four
@@ -54,7 +54,7 @@ export class LocalFrames {
     this.here = null;
     this.frames = [];
     this.problem = "";
-    this.stats = { loaded: null, frames: 0, ms: [] };      // for tests and benchmarks
+    this.stats = { loaded: null, frames: 0, ms: [], reduceMs: [] };      // for tests and benchmarks
     this.pending = false;
     this.wanted = null;         // the frame the server's captions wait for: {key, index, hyper}
     this.sent = 0;              // frames sent (tests)
@@ -115,10 +115,13 @@ export class LocalFrames {
     }
     this.stats.frames = 0;
     this.stats.ms = [];
+    this.stats.reduceMs = [];
     if (!this.worker || graph.graph !== this.graph) this.load(graph);
     const current = h.slider ? sliderIndex(h.slider, this.bus.values) : 0;
+    const reduce = { rules: here.rules, softmaxProbs: here.softmax_probs, window: here.window, stochastic: here.stochastic,
+      intervalZ: here.interval_z === null ? NaN : here.interval_z, layers: here.layers, heads: here.heads };
     this.worker.postMessage({ type: "sentence", id: this.key, states: Float32Array.from(states.data),
-      T: states.shape[0], S: here.n_samples, seed: BigInt(here.seed), values: here.values, current });
+      T: states.shape[0], S: here.n_samples, seed: BigInt(here.seed), values: here.values, current, reduce });
   }
 
   load(graph) {
@@ -137,17 +140,11 @@ export class LocalFrames {
     if (!m) return;
     if (m.type === "loaded") this.stats.loaded = m;
     else if (m.type === "error") this.fail(m.error);
-    else if (m.type === "frame" && m.id === this.key) {
-      const h = this.here;
-      try {
-        this.frames[m.index] = frameFromOutputs(m.outputs, h.rules, { softmaxProbs: h.softmax_probs, window: h.window,
-          stochastic: h.stochastic, intervalZ: h.interval_z === null ? NaN : h.interval_z, layers: h.layers, heads: h.heads });
-      } catch (err) {
-        this.fail(`frame ${m.index} could not be read: ${err.message}`);
-        return;
-      }
+    else if (m.type === "frame" && m.id === this.key && m.frame) {
+      this.frames[m.index] = m.frame;               // reduced in the worker (frame.js's frameFromOutputs)
       this.stats.frames += 1;
       this.stats.ms.push(m.ms);
+      this.stats.reduceMs.push(m.reduceMs);
       this.send();
       this.repaint();
     }
