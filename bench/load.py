@@ -12,9 +12,10 @@ context of its own (its own Streamlit session):
   load     `--sessions` sessions doing the same at once, `--presses` each, started `--stagger`
            seconds apart in all.
 Per session: the page load (to its first charts painted; a failure after 60 s), the new sentence (to
-its first charts), each press, and the settle (after the last press, until the server's footer shows
-this session's sentence and its last slider value: the values back in Session State, which the page
-sends `views.live_route.HYPER_SEND_MS` after the last release). Cross-talk: each
+its first charts, and to the page's own first frame of it painted: a lone page's first charts are the
+server's frame, a class's page makes its own), each press, and the settle (after the last press, until
+the server's footer shows this session's sentence and its last slider value: the values back in Session
+State, which the page sends `views.live_route.HYPER_SEND_MS` after the last release). Cross-talk: each
 session must end with its own sentence's fingerprint in the footer the server wrote for it, its own
 sentence in its URL, and the shape_k it moved to.
 
@@ -123,6 +124,11 @@ FIRST_CHARTS = ("() => { const r = document.querySelector('.bamviz-root[data-kin
                 " return r && r.dataset.painted && r.dataset.painted !== '0' && Number(r.dataset.ready || 0) > 0; }")
 
 
+OWN_FRAME = ("() => { const v = window.bamviz.views.summary; const l = window.bamviz.local;"
+             " return !!(v && v.h && l && v.h.sentence === l.key && l.stats.frames >= 1"
+             " && Number(v.root.dataset.local || 0) >= 1); }")
+
+
 def sentence(j: int) -> str:
     """Session j's own sentence: distinct for every j below len(SUBJECTS) * len(VERDICTS)."""
     subject, verdict = SUBJECTS[j % len(SUBJECTS)], VERDICTS[(j // len(SUBJECTS) + j) % len(VERDICTS)]
@@ -179,6 +185,10 @@ async def session(browser, base: str, j: int, presses: int, delay: float, timeou
                                          polling=POLL_MS)
             await page.wait_for_function(FIRST_CHARTS, timeout=timeout_s * 1000, polling=POLL_MS)
             rec["sentence_s"] = round(time.perf_counter() - t0, 3)
+            # the page's own first frame of it, painted: where the server drew the first charts (a lone page),
+            # later than them; what a page in a class, which gets no frame from the server, waits for
+            await page.wait_for_function(OWN_FRAME, timeout=timeout_s * 1000, polling=POLL_MS)
+            rec["sentence_own_s"] = round(time.perf_counter() - t0, 3)
         slider = page.get_by_role("slider", name=re.compile(r"^shape_k "))
         await slider.focus()
         rec["presses_page_s"], rec["press_detail"] = [], []
@@ -451,7 +461,8 @@ def _report(recs: list[dict]) -> dict:
     in_page = [t for r in recs for t in r.get("presses_page_s", [])]
     releases = [t for r in recs for t in r.get("releases_s", [])]
     return {
-        "load": stats("load_s"), "sentence": stats("sentence_s"), "sentence_server": stats("sentence_server_s"),
+        "load": stats("load_s"), "sentence": stats("sentence_s"), "sentence_own_frame": stats("sentence_own_s"),
+        "sentence_server": stats("sentence_server_s"),
         "settle": stats("settle_s"),
         "presses": {k: v for k, v in summary(presses).items() if k != "times_s"} if presses else None,
         "presses_in_page": {k: v for k, v in summary(in_page).items() if k != "times_s"} if in_page else None,

@@ -3,7 +3,7 @@
 (`captions_wait`), the slider values and its frame at them, reduced (views/live/local.js): the component's
 "frame" state. The server reads it (`bam_viz.live.posted.read_posted`), keeps it in this session only (a
 page's numbers never reach another session's captions), and writes the captions from it. The server makes
-a frame only for a sentence other sessions show and while no other explorer runs (`result`). Numbers that
+a frame only for a sentence other sessions show and for a user alone (`result`). Numbers that
 do not fit the grid are refused, and the captions say so in one line.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 import weakref
 
 import streamlit as st
@@ -62,8 +63,8 @@ def result(grid, post: int, prior: int, target: int | str | None = None) -> live
     grid's. Where the pages make the frames, the grid's is made on the server (one `explain()`, which the
     payloads carry: the page draws it before its own) only for a grid that other sessions show too (the
     class's first sentence, a lesson's step: one frame serves them all, and their pages send none) or when
-    no other session's explorer is running (a lone user's first charts: a page's first frame waits for its
-    runtime, a second or more). Else the captions wait for the page's."""
+    no other session has run the explorer for `ALONE_S` (a lone user's first charts: a page's first frame
+    waits for its runtime, a second or more). Else the captions wait for the page's."""
     kept = ss.get(KEPT)
     if grid.in_browser and kept and kept[0] == grid.sentence_key and kept[1].index == post:
         return live.FrameResult(grid, post, prior, target, posted=kept[1])
@@ -71,17 +72,30 @@ def result(grid, post: int, prior: int, target: int | str | None = None) -> live
     return live.FrameResult(grid, post, prior, target, wait=wait)
 
 
+# A user is alone when no other session has run the explorer for this long: in a class someone always has
+# (students join, type and rest their sliders every few seconds), and a frame the server made for each of
+# them would cost it a third of its time (py-spy, 60 students), for first charts their pages make anyway.
+ALONE_S = 30.0
+
 _running: dict[int, int] = {}          # thread -> explorer runs in progress on it (nested fragments)
+_seen: dict[str, float] = {}           # session -> when an explorer run of it last started or ended
 _running_lock = threading.Lock()
 
 
+def _session() -> str | None:
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx is not None else None
+
+
 def running(fn):
-    """Count `fn` (the explorer's fragments) as an explorer run in progress on this thread."""
+    """Count `fn` (the explorer's fragments) as an explorer run of this session in progress on this thread."""
     @functools.wraps(fn)
     def run(*args, **kwargs):
-        me = threading.get_ident()
+        me, session = threading.get_ident(), _session()
         with _running_lock:
             _running[me] = _running.get(me, 0) + 1
+            if session is not None:
+                _seen[session] = time.monotonic()
         try:
             return fn(*args, **kwargs)
         finally:
@@ -89,13 +103,19 @@ def running(fn):
                 _running[me] -= 1
                 if not _running[me]:
                     del _running[me]
+                if session is not None:
+                    _seen[session] = time.monotonic()
     return run
 
 
 def _alone() -> bool:
-    """Whether no explorer run but this thread's is in progress."""
+    """Whether no explorer run but this thread's is in progress, and no other session ran one in the last
+    `ALONE_S` seconds."""
+    now, me = time.monotonic(), _session()
     with _running_lock:
-        return set(_running) <= {threading.get_ident()}
+        for session in [s for s, t in _seen.items() if now - t > ALONE_S]:
+            del _seen[session]
+        return set(_running) <= {threading.get_ident()} and set(_seen) <= {me}
 
 
 _shown: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()     # grid -> the sessions that showed it
