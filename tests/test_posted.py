@@ -194,3 +194,21 @@ def test_a_late_frame_is_dropped_and_a_wrong_one_said_in_one_line(models, monkey
     page_frames._seen["another"] = now - page_frames.ALONE_S - 1                        # over 30 s ago
     assert not page_frames.result(grid, 4, 0).waiting and grid.frames[4] is not None      # alone: the server's
     assert "another" not in page_frames._seen
+
+
+def test_a_closed_pages_session_leaves_the_user_alone(monkeypatch):
+    """A session whose page closed (the runtime no longer has it active) counts no more, however recent."""
+    from streamlit import runtime
+
+    from views import page_frames
+
+    class Runtime:
+        def is_active_session(self, session):
+            return session == "open"
+
+    monkeypatch.setattr(runtime, "exists", lambda: True)
+    monkeypatch.setattr(runtime, "get_instance", lambda: Runtime())
+    monkeypatch.setattr(page_frames, "_seen", {"open": time.monotonic(), "closed": time.monotonic()})
+    assert not page_frames._alone() and set(page_frames._seen) == {"open"}
+    del page_frames._seen["open"]
+    assert page_frames._alone()

@@ -72,9 +72,9 @@ def result(grid, post: int, prior: int, target: int | str | None = None) -> live
     return live.FrameResult(grid, post, prior, target, wait=wait)
 
 
-# A user is alone when no other session has run the explorer for this long: in a class someone always has
-# (students join, type and rest their sliders every few seconds), and a frame the server made for each of
-# them would cost it a third of its time (py-spy, 60 students), for first charts their pages make anyway.
+# A user is alone when no other open session has run the explorer for this long: in a class someone always
+# has (students join, type and rest their sliders every few seconds), and a frame the server made for each
+# of them would cost it a third of its time (py-spy, 60 students), for first charts their pages make anyway.
 ALONE_S = 30.0
 
 _running: dict[int, int] = {}          # thread -> explorer runs in progress on it (nested fragments)
@@ -108,12 +108,19 @@ def running(fn):
     return run
 
 
+def _gone(session: str) -> bool:
+    """Whether `session`'s page is closed (its connection ended)."""
+    from streamlit import runtime
+
+    return runtime.exists() and not runtime.get_instance().is_active_session(session)
+
+
 def _alone() -> bool:
-    """Whether no explorer run but this thread's is in progress, and no other session ran one in the last
-    `ALONE_S` seconds."""
+    """Whether no explorer run but this thread's is in progress, and no other session still open ran one in
+    the last `ALONE_S` seconds."""
     now, me = time.monotonic(), _session()
     with _running_lock:
-        for session in [s for s, t in _seen.items() if now - t > ALONE_S]:
+        for session in [s for s, t in _seen.items() if now - t > ALONE_S or (s != me and _gone(s))]:
             del _seen[session]
         return set(_running) <= {threading.get_ident()} and set(_seen) <= {me}
 
