@@ -329,8 +329,9 @@ def test_query_params_round_trip():
     assert at.text_area(key="text").value == query["text"]
     assert at.selectbox(key="model").value == "bam-wc"
     sliders = {s["name"]: s for s in slider_data(at)["sliders"]}
-    assert sliders["shape_k"]["current"] == pytest.approx(2.0, rel=0.08)                 # snapped to the grid
-    assert sliders["beta"]["current"] == pytest.approx(0.5, rel=0.4)
+    assert sliders["shape_k"]["current"] == 2.0 and 2.0 in sliders["shape_k"]["values"]   # held, off the grid
+    assert sliders["beta"]["current"] == 0.5 and 0.5 in sliders["beta"]["values"]
+    assert sliders["shape_k"]["values"] == state.hyper_options("shape_k", 3.0, 2.0)
     assert at.slider(key="n_samples").value == 16
     assert at.number_input(key="seed").value == 42
     for key in ("layer", "head", "query_token", "key_token"):
@@ -340,7 +341,20 @@ def test_query_params_round_trip():
     at.selectbox(key="head").set_value(5)
     ok(at.run())
     assert at.query_params["n_samples"] == "8" and at.query_params["head"] == "5"
-    assert at.query_params["text"] == query["text"]
+    assert at.query_params["text"] == query["text"] and at.query_params["shape_k"] == "2"
+
+
+def test_a_typed_value_is_kept_in_its_range_and_the_captions_say_it():
+    """Any value of a slider's range, as the page sends it once typed: kept (to EXACT_DIGITS, clamped into
+    the range), in the URL, and the view's grid holds it."""
+    at = ok(new_app(text="A quietly moving film.", model="bam-wc").run())
+    at.session_state["shape_k"], at.session_state["beta"] = 2.4567891234, 1e9
+    ok(at.run())
+    sliders = {s["name"]: s for s in slider_data(at)["sliders"]}
+    assert sliders["shape_k"]["current"] == 2.45679 and sliders["beta"]["current"] == sliders["beta"]["values"][-1]
+    assert at.query_params["shape_k"] == "2.45679"
+    footer = next(c.value for c in at.caption if c.value.startswith("view "))
+    assert "shape_k=2.46" in footer and "beta=1e+04" in footer and "/47 · " in footer, footer   # a grid of 46 + 1
 
 
 def test_bad_query_params_are_ignored_or_clamped():

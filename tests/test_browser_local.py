@@ -71,6 +71,52 @@ def test_the_page_makes_every_frame_at_the_librarys_numbers(served, browser):
         page.close()
 
 
+TYPED = """(v) => { const s = window.bamviz.views.summary; const l = window.bamviz.local;
+  const i = s.h.slider.values.indexOf(v);
+  return i >= 0 && s.h.sentence === l.key && l.frames[i] && s.root.dataset.local === String(l.stats.frames)
+    && s.idx.i === i ? {i, frames: l.stats.frames, carried: l.stats.carried, target: s.h.target,
+      stats: Array.from(s.a.stats.data.slice(i * s.a.stats.shape[1], (i + 1) * s.a.stats.shape[1])),
+      note: s.note.textContent, shown: s.note.hidden} : null; }"""
+
+
+def test_a_value_typed_between_the_grids_is_computed_here_and_kept(served, browser):
+    """shape_k typed in its readout (2.5, between two of the grid's values): the server's grid holds it, the
+    page keeps its 46 frames and makes the one more, at the library's numbers; the URL keeps the value.
+    Words that are no number say so and change nothing."""
+    url, _ = served
+    page, _, _ = bl.open_explorer(browser, url, complete=True)
+    try:
+        box = page.get_by_role("textbox", name="shape_k: type a value")
+        box.fill("abc")
+        box.press("Enter")
+        note = page.locator(".bamviz-slider-caption").first
+        assert '"abc" is not a number: shape_k takes a value from 0.2 to 1e+03' in note.inner_text()
+        assert box.input_value() == "3"
+        box.fill("2.5")
+        box.press("Enter")
+        got = page.wait_for_function(TYPED, arg=2.5, timeout=120_000).json_value()
+        assert got["carried"] == 46 and got["frames"] == 47, got          # one frame made, the others kept
+        model = load_model("bam-wc")
+        want = make_frame(model, bl.SENTENCE_24, 32, 0, {"shape_k": 2.5, "beta": 1.0}, list(range(24)),
+                          rng="portable")
+        np.testing.assert_allclose(got["stats"], want.stats[got["target"]], rtol=0, atol=2e-5)
+        page.wait_for_function("() => new URL(location.href).searchParams.get('shape_k') === '2.5'", timeout=60_000)
+        beta = page.get_by_role("textbox", name="beta: type a value")          # the prior's: no frame to make
+        beta.fill("0.7")
+        beta.press("Enter")
+        inside = """() => { const v = window.bamviz.views.inside; const l = window.bamviz.local;
+            const j = v && v.h.prior_slider.values.indexOf(0.7);
+            return j >= 0 && v.idx.j === j && v.h.sentence === l.key ? {carried: l.stats.carried,
+              frames: l.stats.frames, kl: Array.from(v.a.kl.data).some(Number.isFinite)} : null; }"""
+        got = page.wait_for_function(inside, timeout=120_000).json_value()
+        assert got == {"carried": 47, "frames": 47, "kl": True}, got
+        box.fill("1e9")
+        box.press("Enter")
+        assert "1e+09 is outside the range" in note.inner_text() and box.input_value() == "1000"
+    finally:
+        page.close()
+
+
 CAPTIONS = """() => { const s = window.bamviz.views.summary;
   const m = document.querySelector('.st-key-render_marker');
   return {captions: s.h.captions, at: s.h.captions_at, sent: window.bamviz.local.sent,

@@ -46,6 +46,22 @@ def test_the_grids_are_the_sliders(model, grid):
     assert ratios.max() <= 1 / live.POSTERIOR_PER_DECADE + 0.01        # no gap in the slider's steps
 
 
+def test_a_value_typed_off_the_grid_is_a_grid_that_holds_it(model, grid):
+    """A slider's value between two of its grid's (typed by a user) comes in `others`: the grid holds it,
+    is another grid (its own key) of the same base, and makes the same frame at a value both hold."""
+    typed = live.LiveGrid(model, TEXT, 8, 3, shape_k=2.5, beta=0.7)
+    assert typed.values == sorted({*grid.values, 2.5}) and typed.prior_values == sorted({*grid.prior_values, 0.7})
+    assert typed.base == grid.base                       # a slider's value moves no hyperparameter of the base
+    assert typed.sentence_key != grid.sentence_key and typed.base_key == grid.base_key
+    assert typed.browser_frames()["base"] == grid.browser_frames()["base"] == grid.base_key
+    i, j = typed.values.index(2.5), typed.prior_values.index(0.7)
+    assert typed.hyper_at(i, j)["shape_k"] == 2.5 and typed.hyper_at(i, j)["beta"] == 0.7
+    same = typed.values.index(3.0)
+    np.testing.assert_array_equal(typed.frame(same).stats, grid.frame(grid.values.index(3.0)).stats)
+    other = live.LiveGrid(model, TEXT, 8, 4, shape_k=2.5)
+    assert other.base_key != grid.base_key               # another seed: other noise
+
+
 def test_nearest_first_covers_everything_once():
     assert live.nearest_first(5, 2) == [2, 3, 1, 4, 0]
     assert live.nearest_first(4, 0) == [0, 1, 2, 3]

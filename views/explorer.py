@@ -150,9 +150,9 @@ def hyper_controls(model) -> None:
     sliders = []
     for spec in model.slider_specs:
         trained = model.trained_hyper.get(spec.name)
-        values = state.hyper_options(spec.name, trained)
-        if ss.get(spec.name) not in values:                  # from the URL, or another model's grid
-            ss[spec.name] = state.snap(float(ss.get(spec.name, state.default_hyper(spec.name, model))), values)
+        # any value of the range (from the URL, typed, another model's): the grid holds it (LiveGrid's others)
+        ss[spec.name] = state.hyper_value(spec.name, ss.get(spec.name, state.default_hyper(spec.name, model)))
+        values = state.hyper_options(spec.name, trained, ss[spec.name])
         sliders.append({"name": spec.name, "label": spec.label, "help": spec.help, "scale": spec.scale,
                         "values": values, "trained": trained, "current": float(ss[spec.name]),
                         "dev_note": state.dev_calibrated_note(model, spec.name),
@@ -162,11 +162,12 @@ def hyper_controls(model) -> None:
         st.markdown("**Attention hyperparameters**")
     components.sliders({"kind": "sliders", "epoch": ss.get("_slider_epoch", 0), "sliders": sliders,
                         "presentation": bool(ss.get("presentation")), "note": note,
-                        "send_ms": live_route.HYPER_SEND_MS}, on_change=_hyper_sent)
+                        "send_ms": live_route.HYPER_SEND_MS, "exact_digits": state.EXACT_DIGITS},
+                        on_change=_hyper_sent)
 
 
 def _hyper_sent() -> None:
-    """The browser sent slider values (on release): snap each to its grid, keep it for the URL."""
+    """The browser sent slider values (on release, or typed): keep each, in its range, for the URL."""
     _keep_hyper(components.sent_hyper(ss))
 
 
@@ -179,7 +180,7 @@ def _keep_hyper(sent: dict) -> None:
     model = state.get_model(ss["model"])
     for name, value in sent.items():
         if name in model.hyper_names and isinstance(value, (int, float)) and math.isfinite(value):
-            ss[name] = state.snap(float(value), state.hyper_options(name, model.trained_hyper.get(name)))
+            ss[name] = state.hyper_value(name, value)
 
 
 def sampling_controls(model) -> None:
@@ -428,8 +429,10 @@ def live_view(model, name: str) -> None:
     try:
         # The page reads the sentence's slider grid only: its frame at these values is the result
         # (`live.FrameResult`), so a release or a poll runs no model once the frame is made.
+        trained = model.trained_hyper
         view = state.View(name, text, tuple(hyper.items()), n_samples, seed, _window(model, text),
-                          tuple((h, v) for h, v in hyper.items() if h not in state.LIVE_SLIDERS))
+                          tuple((h, v) for h, v in hyper.items()
+                                if h not in state.LIVE_SLIDERS or state.off_grid(h, v, trained.get(h))))
         grid = view.grid(model)
         post, prior = panels.indices(grid, hyper)
         grid.start(post)

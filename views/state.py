@@ -19,7 +19,6 @@ import bam_viz
 from bam_viz import families
 from bam_viz.core.budgets import MB, attention_bytes, env_megabytes
 from bam_viz.core.cache import CACHE
-from bam_viz.core.grids import nearest_index
 from bam_viz.live import grid as live
 from bam_viz.live.grid import LiveGrid
 
@@ -277,15 +276,24 @@ def corpus_available() -> bool:
 
 
 # ---- slider grids -------------------------------------------------------------------------------
-def hyper_options(name: str, trained: float | None) -> list[float]:
-    """The values a hyperparameter slider offers: the live grid's (`live.slider_values`)."""
+def hyper_options(name: str, trained: float | None, exact: float | None = None) -> list[float]:
+    """The values a hyperparameter slider offers: the live grid's (`live.slider_values`), `exact` among them."""
     spec = SLIDERS[name]
-    return live.slider_values(spec, trained, "prior" if spec.prior_only else "posterior")
+    return live.slider_values(spec, trained, "prior" if spec.prior_only else "posterior", exact)
 
 
-def snap(value: float, options: list[float]) -> float:
-    """The option nearest to `value` (in log distance when every option is positive)."""
-    return options[nearest_index(options, value, log=True)]
+EXACT_DIGITS = 6        # a value set off the grid is kept to this many significant digits (the URL's)
+
+
+def hyper_value(name: str, value: float) -> float:
+    """A slider's value as the user set it: any value of its range (clamped into it), to EXACT_DIGITS."""
+    spec = SLIDERS[name]
+    return min(max(float(f"{float(value):.{EXACT_DIGITS}g}"), spec.low), spec.high)
+
+
+def off_grid(name: str, value: float, trained: float | None) -> bool:
+    """Whether `value` is none of the slider's grid values (with the trained one)."""
+    return value not in hyper_options(name, trained)
 
 
 def format_value(x: float) -> str:
@@ -391,6 +399,6 @@ def write_query_params(keys, values: dict) -> None:
     for k in keys:
         if k in values and values[k] is not None:
             v = values[k]
-            st.query_params[k] = f"{v:.6g}" if isinstance(v, float) else str(v)
+            st.query_params[k] = f"{v:.{EXACT_DIGITS}g}" if isinstance(v, float) else str(v)
         elif k in st.query_params:
             del st.query_params[k]

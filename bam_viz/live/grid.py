@@ -65,11 +65,13 @@ DENSITY_POINTS = 160
 IDLE_S = 15.0                   # a grid nobody asked about for this long stops making frames (> POLL_MAX_S)
 
 
-def slider_values(spec, trained: float | None, side: str = "posterior") -> list[float]:
-    """The values a slider offers: a log (or linear) grid over the spec's range, plus the trained value.
-    The grid index nearest to a value is `bam_viz.core.grids.nearest_index`'s."""
+def slider_values(spec, trained: float | None, side: str = "posterior", exact: float | None = None) -> list[float]:
+    """The values a slider offers: a log (or linear) grid over the spec's range, plus the trained value and
+    `exact` (a value the user set between two of the grid's). The grid index nearest to a value is
+    `bam_viz.core.grids.nearest_index`'s."""
     per_decade = POSTERIOR_PER_DECADE if side == "posterior" else PRIOR_PER_DECADE
-    return with_value(spec.grid(per_decade, LINEAR_POINTS[side]), trained, spec.low, spec.high)
+    values = with_value(spec.grid(per_decade, LINEAR_POINTS[side]), trained, spec.low, spec.high)
+    return with_value(values, exact, spec.low, spec.high)
 
 
 def nearest_first(n: int, start: int, step: int = 1) -> list[int]:
@@ -87,8 +89,9 @@ class LiveGrid:
 
     `window`: the token indices the maps show (all tokens of a short sentence). `target`: the class
     its summary shows unless a payload asks for another (a name or an index of the model's classes;
-    None or "predicted": the class predicted at the payload's slider value). Thread-safe: the
-    app's sessions share grids, and the workers fill them."""
+    None or "predicted": the class predicted at the payload's slider value). `others`: hyperparameters
+    that no slider moves, and a slider's value off its grid, which the grid then holds as well (a user
+    typed it). Thread-safe: the app's sessions share grids, and the workers fill them."""
 
     def __init__(self, model, text: str, n_samples: int, seed: int, window: list[int] | None = None,
                  target: int | str | None = None, **others: float):
@@ -113,10 +116,10 @@ class LiveGrid:
         trained = model.trained_hyper
         self.base = model.hyper(**{k: v for k, v in others.items()
                                    if k not in {s.name for s in specs}})
-        self.values = (slider_values(self.posterior_spec, trained.get(self.posterior_spec.name))
-                       if self.posterior_spec else [None])
-        self.prior_values = (slider_values(self.prior_spec, trained.get(self.prior_spec.name), "prior")
-                             if self.prior_spec else [None])
+        self.values = (slider_values(self.posterior_spec, trained.get(self.posterior_spec.name),
+                                     exact=others.get(self.posterior_spec.name)) if self.posterior_spec else [None])
+        self.prior_values = (slider_values(self.prior_spec, trained.get(self.prior_spec.name), "prior",
+                                           exact=others.get(self.prior_spec.name)) if self.prior_spec else [None])
         lower = lower_states(model, text)
         self.tokens, self.T = lower.tokens, len(lower.tokens)
         self.encoded, self.truncated, self.notes = lower.text, lower.truncated, result_notes(model, lower)
@@ -127,6 +130,11 @@ class LiveGrid:
         self.in_browser = FRAMES.in_browser and n_samples >= 2      # a frame graph draws 2 samples or more
         self.sentence_key = hashlib.sha256(repr((model.name, id(model), text, n_samples, seed, self.window,
                                                  self.others)).encode()).hexdigest()[:16]
+        # the same without the sliders' values off their grids: grids of one base draw the same frame at
+        # the same value (the page keeps its frames when a typed value makes a new grid)
+        fixed = tuple((k, v) for k, v in self.others if k not in {s.name for s in specs})
+        self.base_key = hashlib.sha256(repr((model.name, id(model), text, n_samples, seed, self.window,
+                                             fixed)).encode()).hexdigest()[:16]
         self.states = lower.x
         self._lock = threading.Lock()
         self._making: set[int] = set()                    # frames a background thread is making
@@ -307,7 +315,8 @@ class LiveGrid:
 
     def browser_frames(self) -> dict:
         """What a page needs to make this grid's frames with the model's frame graph (views/live/local.js):
-        the graph's hyperparameters at each posterior value, the seed (a string: JSON stops at 2**53), S,
+        the grid's base (`base_key`: frames of another grid of the same base at the same values are this
+        one's), the graph's hyperparameters at each posterior value, the seed (a string: JSON stops at 2**53), S,
         `frame_rules`, f(softmax), the window, the MI interval's multiplier, and the number of tokens and the
         stochastic layers, which the numbers it sends back for the captions hold (`bam_viz.live.posted`);
         the states go as an array."""
@@ -316,7 +325,7 @@ class LiveGrid:
         names = posterior_names(self.model)
         z = interval_multiplier(self.n_samples)
         values = [{n: float(self.hyper_at(i)[n]) for n in names} for i in range(len(self.values))]
-        return {"sentence": self.sentence_key, "values": values,
+        return {"sentence": self.sentence_key, "base": self.base_key, "values": values,
                 "seed": str(self.seed), "n_samples": self.n_samples, "rules": frame_rules(),
                 "softmax_probs": [float(p) for p in self.softmax_probs], "window": list(self.window),
                 "stochastic": bool(self.stochastic_layers), "interval_z": z if math.isfinite(z) else None,

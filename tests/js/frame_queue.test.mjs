@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
-  buffersOf, FrameQueue, MAX_NOISE_BYTES, nearestFirst, noiseBytes, oneLine, sameOrigin, sentenceProblem, transferable, wasmThreads,
+  buffersOf, carried, FrameQueue, MAX_NOISE_BYTES, nearestFirst, noiseBytes, oneLine, sameOrigin, sentenceProblem, transferable, wasmThreads,
 } from "../../views/live/frame_queue.js";
 
 test("nearest first is bam_viz.live.grid.nearest_first's order (tests/test_live.py's cases)", () => {
@@ -119,4 +119,23 @@ test("buffersOf lists each owned buffer of nested typed arrays once, never a sha
   const other = new Int16Array([3]);
   const found = buffersOf({ a: own, rows: { 3: { b: own, c: other, d: shared, e: part } }, n: 4, s: "x", z: null });
   assert.deepEqual(found, [own.buffer, other.buffer]);
+});
+
+test("a grid of the same base keeps the frames at the same values, whatever their order or index", () => {
+  const old = [{ shape_k: 1 }, { shape_k: 2 }, { shape_k: 3 }];
+  const frames = ["one", null, "three"];
+  const typed = [{ shape_k: 1 }, { shape_k: 1.5 }, { shape_k: 2 }, { shape_k: 3 }];
+  assert.deepEqual(carried(old, frames, typed), ["one", null, null, "three"]);
+  const two = [{ a: 1, b: 2 }];
+  assert.deepEqual(carried(two, ["x"], [{ b: 2, a: 1 }, { a: 1, b: 3 }]), ["x", null]);
+  assert.deepEqual(carried([], [], [{ shape_k: 1 }]), [null]);
+});
+
+test("frames the page has already are never made, and a queue of only those is finished", () => {
+  const q = new FrameQueue(5, 2, [2, 3]);
+  const order = [];
+  for (let i = q.next(); i >= 0; i = q.next()) { order.push(i); q.done(i); }
+  assert.deepEqual(order, [1, 4, 0]);
+  assert.ok(new FrameQueue(2, 0, [0, 1]).finished);
+  assert.throws(() => new FrameQueue(2, 0, [2]), /a made frame is a frame 0 \.\. 1, not 2/);
 });

@@ -27,12 +27,13 @@ function index(value, n, what) {
 // The frames of one sentence still to make: the slider's frame first, then outward from it, the side
 // it last moved to first. `moveTo` (the slider moved) reorders what is left; a frame is never made twice.
 export class FrameQueue {
-  constructor(n, current) {
+  constructor(n, current, made = []) {
     if (!Number.isInteger(n) || n < 1) throw new RangeError(`a sentence has one frame or more, not ${n}`);
     this.n = n;
     this.current = index(current, n, "the current frame");
     this.step = 1;
     this.made = new Set();
+    for (const i of made) this.done(i);          // frames the page has already (carried from another grid)
   }
 
   moveTo(current) {
@@ -143,4 +144,14 @@ export function buffersOf(value, found = []) {
     for (const v of Object.values(value)) buffersOf(v, found);
   }
   return found;
+}
+
+// A new grid's frames, from the frames of a grid of the same base (bam_viz.live.grid.LiveGrid.base_key: the
+// same states and noise) at the same hyperparameters: `values` each grid's frame i's (name -> value), `frames`
+// the old grid's (null where not made). A value typed off the grid makes such a grid, of one frame more.
+export function carried(oldValues, frames, newValues) {
+  const key = (v) => JSON.stringify(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  const made = new Map();
+  oldValues.forEach((v, i) => { if (frames[i]) made.set(key(v), frames[i]); });
+  return newValues.map((v) => made.get(key(v)) || null);
 }

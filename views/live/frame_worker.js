@@ -5,8 +5,9 @@
 //
 //   {type: "load", runtimeUrl, graphUrl, manifest, threads}   the runtime's module (runtime_url() +
 //       ENTRY), the graph's file and its manifest (frame.json), the WASM threads wanted
-//   {type: "sentence", id, states, T, S, seed, values, current, reduce?}   states: a Float32Array (1, T,
-//       hidden); values[i]: frame i's hyperparameters (name -> value); replaces the sentence being made;
+//   {type: "sentence", id, states, T, S, seed, values, current, reduce?, made?}   states: a Float32Array (1,
+//       T, hidden); values[i]: frame i's hyperparameters (name -> value); replaces the sentence being made;
+//       made: the indices the page has already (frame_queue.js's carried), never made again;
 //       reduce: frame.js's frameFromOutputs options with `rules` (what the page draws), else raw outputs
 //   {type: "current", id, current}   the slider moved: what is left of sentence `id`, nearest it first
 //
@@ -90,7 +91,7 @@ async function load({ runtimeUrl, graphUrl, manifest, threads }) {
     fetchMs: created - fetched, sessionMs: performance.now() - created });
 }
 
-function sentence({ id, states, T, S, seed, values, current, reduce }) {
+function sentence({ id, states, T, S, seed, values, current, reduce, made = [] }) {
   work = null;                                          // the last sentence's frames left are given up
   if (!engine) {
     failed(unloaded, { id });
@@ -101,7 +102,18 @@ function sentence({ id, states, T, S, seed, values, current, reduce }) {
     failed(problem, { id });
     return;
   }
-  work = { id, frame: { states, T, S, seed }, values, reduce, queue: new FrameQueue(values.length, current) };
+  let queue;
+  try {
+    queue = new FrameQueue(values.length, current, made);
+  } catch (err) {
+    failed(oneLine(`sentence ${id} cannot be made`, err), { id });
+    return;
+  }
+  if (queue.finished) {
+    post({ type: "done", id });
+    return;
+  }
+  work = { id, frame: { states, T, S, seed }, values, reduce, queue };
   pump();
 }
 

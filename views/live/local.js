@@ -10,6 +10,7 @@
 // pages show or while no other explorer runs, and its payloads carry it until this page has its own
 // (`keepServed`). Payloads keep coming (captions, a new selection): `fill` puts this page's frames in.
 import { insideArrays, summaryArrays } from "./frame.js";
+import { carried } from "./frame_queue.js";
 import { sliderIndex } from "./indices.js";
 
 const MAX_THREADS = 4;          // WASM threads asked for: onnxruntime-web gains little past four
@@ -54,7 +55,7 @@ export class LocalFrames {
     this.here = null;
     this.frames = [];
     this.problem = "";
-    this.stats = { loaded: null, frames: 0, ms: [], reduceMs: [] };      // for tests and benchmarks
+    this.stats = { loaded: null, frames: 0, carried: 0, ms: [], reduceMs: [] };      // for tests and benchmarks
     this.pending = false;
     this.wanted = null;         // the frame the server's captions wait for: {key, index, hyper}
     this.sent = 0;              // frames sent (tests)
@@ -104,16 +105,21 @@ export class LocalFrames {
     if (here.sentence === this.key && graph.graph === this.graph) return;
     const states = a.states;
     if (!states || states.shape.length !== 2) { this.fail("the payload brings no states for the frame graph"); return; }
+    // a grid of the same base (a value typed off the grid makes one): its frames at the same values are these
+    const before = this.here && this.here.base === here.base && graph.graph === this.graph ? this.here : null;
+    const frames = before ? carried(before.values, this.frames, here.values) : new Array(here.values.length).fill(null);
     this.key = here.sentence;
     this.here = here;
-    this.frames = new Array(here.values.length).fill(null);
+    this.frames = frames;
     this.problem = "";                       // a sentence that starts says nothing of the last one's failure
     const s = this.bus.views.summary;
     if (s && s.root) {
       s.root.querySelectorAll(".bamviz-local-problem").forEach((node) => node.remove());
       delete s.root.dataset.localProblem;
     }
-    this.stats.frames = 0;
+    const made = frames.flatMap((f, i) => (f ? [i] : []));
+    this.stats.frames = made.length;
+    this.stats.carried = made.length;
     this.stats.ms = [];
     this.stats.reduceMs = [];
     if (!this.worker || graph.graph !== this.graph) this.load(graph);
@@ -121,7 +127,8 @@ export class LocalFrames {
     const reduce = { rules: here.rules, softmaxProbs: here.softmax_probs, window: here.window, stochastic: here.stochastic,
       intervalZ: here.interval_z === null ? NaN : here.interval_z, layers: here.layers, heads: here.heads };
     this.worker.postMessage({ type: "sentence", id: this.key, states: Float32Array.from(states.data),
-      T: states.shape[0], S: here.n_samples, seed: BigInt(here.seed), values: here.values, current, reduce });
+      T: states.shape[0], S: here.n_samples, seed: BigInt(here.seed), values: here.values, current, reduce, made });
+    if (made.length) this.repaint();
   }
 
   load(graph) {

@@ -1,5 +1,6 @@
 // The sliders view (sidebar): one range input per attention hyperparameter, on the grid of values
-// the server sends. A move sets the bus's value and repaints the charts at once (synchronously, in
+// the server sends, and its value typed in the readout: any value of the range (to the data's
+// `exact_digits`), which the server's grid then holds as well (bam_viz.live.grid.slider_values). A move sets the bus's value and repaints the charts at once (synchronously, in
 // "bamviz:change"); a release asks the server's live route for the charts at the new values after a
 // debounce (view.js, `askRoute`), and sends the values to Session State (the URL, the sections below
 // the charts) once the sliders rest, the data's `send_ms` after the last release (views/live_route.py,
@@ -25,6 +26,7 @@ export class SlidersView extends View {
   update(data, args) {
     this.args = args;
     this.sendMs = Math.max(0, Number(data.send_ms) || 0);
+    this.digits = Number.isInteger(data.exact_digits) ? data.exact_digits : 6;
     this.setPresentation(!!data.presentation);
     const sliders = (Array.isArray(data.sliders) ? data.sliders : []).filter(
       (s) => s && typeof s.name === "string" && Array.isArray(s.values) && s.values.length);
@@ -67,7 +69,11 @@ export class SlidersView extends View {
       const row = el("div", "bamviz-slider", this.list);
       const head = el("div", "bamviz-slider-head", row);
       const label = el("label", "bamviz-slider-label", head);
-      const readout = el("span", "bamviz-readout", head);
+      const readout = el("input", "bamviz-readout", head);
+      readout.type = "text";
+      readout.inputMode = "decimal";
+      readout.spellcheck = false;
+      readout.size = 7;
       const reset = el("button", "bamviz-reset", head, "↺");
       reset.type = "button";
       const input = el("input", "bamviz-range", row);
@@ -79,6 +85,12 @@ export class SlidersView extends View {
       label.htmlFor = input.id;
       const note = el("div", "bamviz-slider-caption", row);
       const r = { row, label, readout, reset, input, note, slider: s };
+      readout.setAttribute("aria-label", `${s.name}: type a value`);
+      readout.addEventListener("keydown", (event) => {
+        if (event.key === "Enter") { event.preventDefault(); this.typed(r); }
+        if (event.key === "Escape") { this.readout(r, BUS.values[r.slider.name]); readout.blur(); }
+      });
+      readout.addEventListener("change", () => this.typed(r));
       input.addEventListener("input", () => this.moved(r, Number(input.value)));
       input.addEventListener("change", () => this.scheduleSend());
       reset.addEventListener("click", () => {
@@ -100,7 +112,7 @@ export class SlidersView extends View {
     const log = s.scale === "log";
     const index = nearestIndex(s.values, BUS.values[s.name], log);
     if (r.input.value !== String(index)) r.input.value = String(index);
-    this.readout(r, s.values[index]);
+    if (document.activeElement !== r.readout) this.readout(r, finite(BUS.values[s.name]) ? BUS.values[s.name] : s.values[index]);
     const trained = finite(s.trained) ? s.trained : null;
     r.reset.disabled = trained === null;
     r.reset.title = trained === null ? "No trained value" : `Back to the trained value ${fmtG(trained)}`;
@@ -112,8 +124,35 @@ export class SlidersView extends View {
 
   readout(r, v) {
     const shown = fmtG(v);
-    setText(r.readout, shown);
+    const exact = finite(v) ? String(Number(v.toPrecision(this.digits))) : shown;
+    r.readout.value = exact;
     r.input.setAttribute("aria-valuetext", shown);
+  }
+
+  // A value typed in the readout: any number of the slider's range (clamped into it, to `digits`
+  // significant digits), sent at once; the charts show the nearest value made until the page has its frame.
+  typed(r) {
+    const s = r.slider;
+    const raw = r.readout.value.trim();
+    const [lo, hi] = [s.values[0], s.values[s.values.length - 1]];
+    const range = `${s.name} takes a value from ${fmtG(lo)} to ${fmtG(hi)}`;
+    const asked = raw === "" ? NaN : Number(raw);
+    if (!finite(asked)) {
+      setText(r.note, `${JSON.stringify(raw.slice(0, 40))} is not a number: ${range}`);
+      this.readout(r, BUS.values[s.name]);
+      return;
+    }
+    const v = Number(clamp(asked, lo, hi).toPrecision(this.digits));
+    this.readout(r, v);
+    if (v !== asked) setText(r.note, `${fmtG(asked)} is outside the range: ${range}`);
+    if (v === BUS.values[s.name]) return;
+    BUS.values[s.name] = v;
+    const index = nearestIndex(s.values, v, s.scale === "log");
+    if (r.input.value !== String(index)) r.input.value = String(index);
+    this.publish(s.name, v);
+    clearTimeout(this.timer);
+    clearTimeout(this.hyperTimer);
+    this.sendHyper();
   }
 
   moved(r, index) {
@@ -160,8 +199,11 @@ export class SlidersView extends View {
       const v = BUS.values[s.name];
       hyper[s.name] = finite(v) ? v : s.current;
     }
-    // A page making its frames sends the values with its frame there, for the captions: one run
-    if (framesHere() && BUS.local.rest(hyper)) return;
+    // A page making its frames sends the values with its frame there, for the captions: one run. A value
+    // off the grid goes alone: the run makes a grid that holds it, whose frames the page then makes.
+    const offGrid = (this.sliders || []).some((s) => !s.values.includes(hyper[s.name]));
+    if (framesHere() && !offGrid && BUS.local.rest(hyper)) return;
+    if (BUS.local) BUS.local.wanted = null;          // a frame wanted at the values before is sent no more
     try { this.args.setStateValue("hyper", hyper); } catch (err) { console.warn("bamviz: could not send", err); }
   }
 

@@ -6,7 +6,7 @@
 // "bamviz:change" on window; the chart views repaint synchronously in that event.
 import { message } from "./draw.js";
 import { el, foldCaptions, setText, show } from "./dom.js";
-import { clamp, fmtG } from "./format.js";
+import { clamp, finite, fmtG } from "./format.js";
 import { nearestReady, sliderIndex, sliderValue } from "./indices.js";
 import { LatestPayload } from "./latest.js";
 import { LocalFrames } from "./local.js";
@@ -401,14 +401,16 @@ export class PayloadView extends View {
       ? h.prior_slider : null;
     const j = prior ? sliderIndex(prior, BUS.values) : 0;
     this.idx = { post, prior, want, i, j };
-    const note = this.note;
-    if (post && i !== want) {
-      const v = fmtG(sliderValue(post, want));
-      setText(note, i < 0 ? `computing ${post.name} = ${v}…` : `computing ${post.name} = ${v}… showing ${fmtG(sliderValue(post, i))}`);
-      show(note, true);
-    } else {
-      show(note, false);
+    // A value typed off the grid is computed once the server's grid holds it: the nearest one shows till then.
+    const typed = (sl) => sl && finite(BUS.values[sl.name]) && !sl.values.includes(BUS.values[sl.name]);
+    const lines = [];
+    if (post && (i !== want || typed(post))) {
+      const v = fmtG(typed(post) ? BUS.values[post.name] : sliderValue(post, want));
+      lines.push(i < 0 ? `computing ${post.name} = ${v}…` : `computing ${post.name} = ${v}… showing ${fmtG(sliderValue(post, i))}`);
     }
+    if (typed(prior)) lines.push(`computing ${prior.name} = ${fmtG(BUS.values[prior.name])}… showing ${fmtG(sliderValue(prior, j))}`);
+    setText(this.note, lines.join(" · "));
+    show(this.note, lines.length > 0);
     return this.idx;
   }
 
