@@ -94,6 +94,33 @@ def test_what_does_not_compress_is_sent_as_it_is(frontend):
     assert body == (folder / "static" / "media" / "font.woff2").read_bytes()
 
 
+def test_a_large_body_goes_in_pieces_each_after_the_last_and_arrives_whole(frontend, monkeypatch):
+    """A body past SEND_CHUNK is several body messages, all but the last with more_body: a graph of 22 MB
+    written whole was copied and moved in the transport's buffer again and again."""
+    import views.serving as serving
+
+    folder, _ = frontend
+    monkeypatch.setattr(serving, "SEND_CHUNK", 1000)
+    sent = []
+
+    async def send(message):
+        sent.append(message)
+
+    async def receive():
+        return {"type": "http.request", "body": b""}
+
+    async def streamlit(scope, receive, send):
+        raise AssertionError("sent from memory")
+
+    scope = {"type": "http", "method": "GET", "path": "/static/media/font.woff2", "query_string": b"",
+             "headers": [(b"accept-encoding", b"gzip")]}
+    asyncio.run(PrecompressedStatic(streamlit, directory=folder, base_url="")(scope, receive, send))
+    pieces = sent[1:]
+    want = (folder / "static" / "media" / "font.woff2").read_bytes()
+    assert len(pieces) == -(-len(want) // 1000) == 11 and all(len(m["body"]) == 1000 for m in pieces[:-1])
+    assert [m["more_body"] for m in pieces] == [True] * 10 + [False] and b"".join(m["body"] for m in pieces) == want
+
+
 @pytest.mark.parametrize("path, headers", [
     ("/static/js/index.Ab12.js", ()),                                        # no gzip: Streamlit's own answer
     ("/static/js/index.Ab12.js", (("accept-encoding", "identity"),)),
