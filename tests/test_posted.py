@@ -189,7 +189,7 @@ def test_a_late_frame_is_dropped_and_a_wrong_one_said_in_one_line(models, monkey
     finally:
         del page_frames._running[-1]
     now = time.monotonic()
-    monkeypatch.setitem(page_frames._seen, "another", now - page_frames.ALONE_S + 5)   # ran one 25 s ago
+    monkeypatch.setattr(page_frames, "_seen", {"another": now - page_frames.ALONE_S + 5})   # ran one 25 s ago
     assert page_frames.result(grid, 4, 0).waiting and grid.frames[4] is None
     page_frames._seen["another"] = now - page_frames.ALONE_S - 1                        # over 30 s ago
     assert not page_frames.result(grid, 4, 0).waiting and grid.frames[4] is not None      # alone: the server's
