@@ -7,7 +7,7 @@
 // posts it, so that this thread only draws. The captions are written from the frame this page sends the
 // server (`send`, views/page_frames.py), at the values the sliders rest at and whenever
 // a payload's captions wait for one (`captions_wait`); the server makes a frame only for a sentence other
-// pages show or while no other explorer runs, and its payloads carry it until this page has its own
+// pages show or for a user alone (views/page_frames.py), and its payloads carry it until this page has its own
 // (`keepServed`). Payloads keep coming (captions, a new selection): `fill` puts this page's frames in.
 import { insideArrays, summaryArrays } from "./frame.js";
 import { carried } from "./frame_queue.js";

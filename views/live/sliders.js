@@ -1,9 +1,10 @@
 // The sliders view (sidebar): one range input per attention hyperparameter, on the grid of values
 // the server sends, and its value typed in the readout: any value of the range (to the data's
-// `exact_digits`), which the server's grid then holds as well (bam_viz.live.grid.slider_values). A move sets the bus's value and repaints the charts at once (synchronously, in
-// "bamviz:change"); a release asks the server's live route for the charts at the new values after a
-// debounce (view.js, `askRoute`), and sends the values to Session State (the URL, the sections below
-// the charts) once the sliders rest, the data's `send_ms` after the last release (views/live_route.py,
+// `exact_digits`), which the server's grid then holds as well (bam_viz.live.grid.slider_values). A
+// move sets the bus's value and repaints the charts at once (synchronously, in "bamviz:change"); a
+// release asks the server's live route for the charts at the new values after a debounce (view.js,
+// `askRoute`), and sends the values to Session State (the URL, the sections below the charts) once the
+// sliders rest, the data's `send_ms` after the last release (views/live_route.py,
 // HYPER_SEND_MS): one run of the page for a student's run of presses, not one each. Without a route,
 // or when it fails, the values go at once. A page that makes its own frames asks no route.
 import { el, setText, show } from "./dom.js";
