@@ -131,11 +131,11 @@ _shown_lock = threading.Lock()
 
 def _shared(grid) -> bool:
     """Whether another session than this one has shown `grid` (this one is counted now)."""
-    ctx = get_script_run_ctx()
+    session = _session()
     with _shown_lock:
         seen = _shown.setdefault(grid, set())
-        if ctx is not None:
-            seen.add(ctx.session_id)
+        if session is not None:
+            seen.add(session)
         return len(seen) > 1
 
 
