@@ -17,10 +17,11 @@ student asks of the server exactly what the explorer's page asks of it, in the s
             the last byte of them; the sliders component's `hyper` state (a rerun of its fragment)
             `HYPER_SEND_MS` after the last release, as the page sends it (views/live/sliders.js); without
             a route, that state at once, timed to the footer. Where the page makes its frames, nothing
-            until the sliders rest; then the summary's `frame` state, the values with the page's frame
-            there (`caption_numbers`: made-up numbers of the right shape), as views/live/local.js sends it;
+            until the sliders rest; then, once the route gives it its turn (the header's `turn`), the
+            summary's `frame` state, the values with the page's frame there (`caption_numbers`: made-up
+            numbers of the right shape), as views/live/local.js sends it;
   captions  where the page makes its frames and a summary payload's captions wait for its frame
-            (`captions_wait`), that `frame` state, once per sentence and value.
+            (`captions_wait`), that `frame` state, once per sentence and value, after its turn.
 
 and it times each against the footer the server writes (`views.explorer.render_marker`: the
 sentence's fingerprint, the slider values, the grid's progress). What it leaves out is the
@@ -260,6 +261,12 @@ class Student:
             return
         if index is None:
             index = (self.summary.get("slider") or {}).get("current", 0)
+        turn = self.summary.get("turn")
+        if isinstance(turn, str):                  # the page's turn first (views/turns.py), as local.js asks it
+            try:
+                await self._fetch(self._get, turn)
+            except OSError:
+                pass                               # the page sends at once when the ask fails
         wid = self.widgets["live_summary"]
         self.frames_sent += 1
         self.states[wid] = ("json_value", json.dumps({"frame": {"hyper": hyper,

@@ -120,7 +120,7 @@ def test_a_value_typed_between_the_grids_is_computed_here_and_kept(served, brows
 CAPTIONS = """() => { const s = window.bamviz.views.summary;
   const m = document.querySelector('.st-key-render_marker');
   return {captions: s.h.captions, at: s.h.captions_at, sent: window.bamviz.local.sent,
-          footer: m ? m.innerText : ''}; }"""
+          turns: window.bamviz.local.stats.turns, footer: m ? m.innerText : ''}; }"""
 NUMBER = re.compile(r"[-+−]?\d+\.\d+")
 
 
@@ -136,9 +136,9 @@ OWN = "a sentence of this test's own, which no other page shows"
 
 
 def test_the_captions_are_written_from_the_pages_frame(served, browser):
-    """The value a slider rests at is captioned from the frame the page sends (the server makes no frame but
-    the first, for a user alone, which a test before this one's leaves it not: its footer counts one or
-    none), and says what the library's explain() says there."""
+    """The value a slider rests at is captioned from the frame the page sends once the server gives it its
+    turn (the server makes no frame but the first, for a user alone, which a test before this one's leaves it
+    not: its footer counts one or none), and says what the library's explain() says there."""
     from urllib.parse import quote
 
     url, _ = served
@@ -154,7 +154,8 @@ def test_the_captions_are_written_from_the_pages_frame(served, browser):
             return here !== before && h.captions && h.captions.prediction && h.captions_at[0] === here; }""",
                                arg=before, timeout=120_000)
         got = page.evaluate(CAPTIONS)
-        assert got["sent"] >= 1 and re.search(r"slider grid [01]/46", got["footer"]), got
+        # each frame sent after a turn the live route gave (views/turns.py)
+        assert got["sent"] >= 1 and got["turns"] >= got["sent"] and re.search(r"slider grid [01]/46", got["footer"]), got
         model = load_model("bam-wc")
         grid = live.LiveGrid(model, OWN, 32, 0)
         i, j = got["at"]

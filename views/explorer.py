@@ -26,7 +26,7 @@ from bam_viz.plots.style import TOKEN_WINDOW
 from bam_viz.plots.tokens import token_window, window_around, window_label, window_starts
 from bam_viz.plots.wording import count
 from bam_viz.zoo import missing_user_folders, refused_models
-from views import components, live_route, page_frames, panels, state, why_view
+from views import components, live_route, page_frames, panels, state, turns, why_view
 from views.text import md_escape, model_error, refused_models_line, token_option
 
 ss = st.session_state
@@ -172,7 +172,8 @@ def _hyper_sent() -> None:
 
 
 def _frame_sent() -> None:
-    """A page that makes its frames sent its frame, with the slider values it is at (`views.page_frames`)."""
+    """A page that makes its frames sent its frame, with the slider values it is at (`views.page_frames`),
+    once it was its turn (`views.turns`)."""
     _keep_hyper(page_frames.sent(components.SUMMARY_KEY))
 
 
@@ -365,6 +366,7 @@ def render_marker(values: dict, started: float, n_samples: int, whole: list[bool
 
 # ---- the page -----------------------------------------------------------------------------------
 @state.foreground
+@turns.urgent
 def main() -> None:
     st.title("Seeing attention uncertainty")
     st.caption("Bayesian Attention Modules (Fan et al., NeurIPS 2020) make attention weights random. "

@@ -1,5 +1,6 @@
 """The live route: a slider's release, or a poll for new frames, answered without a run of the page,
-where the server makes the frames (`BAM_VIZ_FRAMES=server`; a page that makes its own asks nothing).
+where the server makes the frames (`BAM_VIZ_FRAMES=server`); and, where the page makes them, a turn before
+it sends one for its captions (`<route>&turn=1`, `views.turns`).
 
 A run of the explorer's fragment per release was a class's bottleneck (docs/performance.md, "Tried and
 not kept"). The page asks
@@ -29,10 +30,12 @@ from dataclasses import dataclass
 from urllib.parse import parse_qs
 
 from bam_viz.live import grid as live
+from views import turns
 from views.components import app_path
 
 TOKEN_KEY = "_live_token"
 PATH = "_bamviz/live"
+TURN = "turn"                   # the query's parameter asking for a turn instead of payloads
 # The page sends the sliders' values to Session State this long after their last release: one run of
 # the page for a student's run of presses (views/live/sliders.js; bench/protocol_client.py does the same).
 HYPER_SEND_MS = 1500
@@ -60,6 +63,11 @@ _lock = threading.Lock()
 
 def url(token: str) -> str:
     return app_path(f"{PATH}?t={token}")
+
+
+def turn_url(route: str | None) -> str | None:
+    """Where the page at `route` asks for a turn before it sends a frame for its captions (`views.turns`)."""
+    return None if route is None else f"{route}&{TURN}=1"
 
 
 def summary(session_state, model, view, presentation: bool) -> str:
@@ -141,6 +149,12 @@ def respond(query: bytes) -> tuple[int, bytes]:
         return 500, b'{"error": "the server could not make this view"}'
 
 
+def _turn_token(query: bytes) -> str | None:
+    """The token of a query that asks for a turn, else None."""
+    args = parse_qs(query.decode("latin-1"))
+    return args["t"][0] if TURN in args and args.get("t") else None
+
+
 class LiveRoute:
     """ASGI middleware: GET `<base>/_bamviz/live` answered by `respond` in a thread of its own."""
 
@@ -151,7 +165,13 @@ class LiveRoute:
         if scope["type"] != "http" or scope["path"] != self.path or scope["method"] != "GET":
             await self.app(scope, receive, send)
             return
-        status, body = await asyncio.get_running_loop().run_in_executor(_POOL, respond, scope.get("query_string", b""))
+        query = scope.get("query_string", b"")
+        turn = _turn_token(query)
+        if turn is not None:                       # waits on this loop, holding no thread (`views.turns`)
+            status, body = (200, json.dumps({"waited": round(await turns.wait(turn), 3)}).encode()) \
+                if turn in _handles else (404, b'{"error": "no such session"}')
+        else:
+            status, body = await asyncio.get_running_loop().run_in_executor(_POOL, respond, query)
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                    (b"cache-control", b"no-store")]
         await send({"type": "http.response.start", "status": status, "headers": headers})

@@ -19,6 +19,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from bam_viz.live import grid as live
 from bam_viz.live.posted import read_posted
+from views import live_route, turns
 
 ss = st.session_state
 FRAME_STATE = "frame"            # the summary component's state the page sends its frame in
@@ -101,10 +102,13 @@ def running(fn):
         finally:
             with _running_lock:
                 _running[me] -= 1
-                if not _running[me]:
+                last = not _running[me]
+                if last:
                     del _running[me]
                 if session is not None:
                     _seen[session] = time.monotonic()
+            if last:                                # a deferred run's turn ends with it (`views.turns`)
+                turns.end(ss.get(live_route.TOKEN_KEY))
     return run
 
 

@@ -9,7 +9,7 @@ from bam_viz.core.grids import nearest_index
 from bam_viz.live import grid as live
 from bam_viz.plots import captions
 from bam_viz.plots.wording import Facts
-from views import page_frames, runtime, state
+from views import live_route, page_frames, runtime, state
 
 
 def summary_captions(result, grid) -> dict:
@@ -56,7 +56,7 @@ def summary_bytes(grid, result, post: int, prior: int, presentation: bool, run: 
     # its timer again.
     poll = {"ms": 0 if grid.complete or grid.in_browser else round(1000 * live.FRAMES.poll_interval()), "run": run}
     extra = {"captions": summary_captions(result, grid), "captions_at": [post, prior],
-             "presentation": presentation, "poll": poll, "route": route}
+             "presentation": presentation, "poll": poll, "route": route, "turn": live_route.turn_url(route)}
     if grid.in_browser:
         extra["frame_graph"] = runtime.frame_graph(grid.model, grid.n_samples)
         # the captions wait for the page's frame at `post` (it sends it: views/live/local.js), unless the

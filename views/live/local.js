@@ -55,10 +55,11 @@ export class LocalFrames {
     this.here = null;
     this.frames = [];
     this.problem = "";
-    this.stats = { loaded: null, frames: 0, carried: 0, ms: [], reduceMs: [] };      // for tests and benchmarks
+    this.stats = { loaded: null, frames: 0, carried: 0, turns: 0, ms: [], reduceMs: [] };   // tests, benchmarks
     this.pending = false;
     this.wanted = null;         // the frame the server's captions wait for: {key, index, hyper}
     this.sent = 0;              // frames sent (tests)
+    this.turn = null;           // the turn asked for, until it comes
     window.addEventListener(change, () => this.moved());
   }
 
@@ -81,11 +82,28 @@ export class LocalFrames {
   }
 
   // The frame wanted, to the server (the summary component's "frame" state: a rerun that writes the
-  // captions from it), once it is made; `hyper` null leaves the server's slider values as they are.
+  // captions from it), once it is made and the server gives this page its turn (`turn`, views/turns.py:
+  // pages opening go first; a failed ask sends at once); `hyper` null leaves the server's slider values as
+  // they are. What is wanted when the turn comes goes.
   send() {
+    const s = this.bus.views.summary;
+    if (!this.sendable() || this.turn) return;
+    const url = s.h && s.h.turn;
+    if (typeof url !== "string") { this.post(); return; }
+    this.stats.turns += 1;
+    this.turn = fetch(url, { cache: "no-store" }).catch(() => null).finally(() => { this.turn = null; this.post(); });
+  }
+
+  sendable() {
     const w = this.wanted;
     const s = this.bus.views.summary;
-    if (!w || w.key !== this.key || !this.frames[w.index] || !s || !s.args) return;
+    return !!(w && w.key === this.key && this.frames[w.index] && s && s.args);
+  }
+
+  post() {
+    if (!this.sendable()) return;
+    const w = this.wanted;
+    const s = this.bus.views.summary;
     this.wanted = null;
     const numbers = captionNumbers(this.key, w.index, this.here.n_samples, this.frames);
     try {
