@@ -18,7 +18,7 @@ from views import live_route, turns
 @pytest.fixture(autouse=True)
 def quiet():
     yield
-    assert turns._urgent == [0] and not turns._queue and not turns._woken
+    assert turns._urgent == [0] and not turns._queue and not turns._woken and not turns._asking
     turns._held.clear()
 
 
@@ -70,6 +70,20 @@ def test_turns_wait_for_the_urgent_run_in_progress_then_go_two_at_a_time_in_the_
                    "third ended", "second ended"]
 
 
+def test_a_session_waits_for_one_turn_at_a_time(monkeypatch):
+    monkeypatch.setattr(turns, "_urgent", [1])
+
+    async def twice():
+        first = asyncio.create_task(turns.wait("a"))
+        await asyncio.sleep(0.1)
+        again = await turns.wait("a")                   # answered at once, with no turn
+        monkeypatch.setattr(turns, "_urgent", [0])
+        return again, await first
+
+    again, first = asyncio.run(twice())
+    assert again is None and first is not None and set(turns._held) == {"a"}
+
+
 def test_a_turn_goes_after_its_bounds(monkeypatch):
     monkeypatch.setattr(turns, "DEFER_MAX_S", 0.3)
     monkeypatch.setattr(turns, "_urgent", [1])          # an urgent run that never ends
@@ -98,6 +112,9 @@ def test_the_route_answers_a_turn_for_a_known_session_only():
         status, body = asyncio.run(ask(b"t=known&turn=1"))
         assert status == 200 and body["waited"] < 1.0 and set(turns._held) == {"known"}
         assert asyncio.run(ask(b"t=nobody&turn=1"))[0] == 404
+        turns._asking.add("known")                      # an ask of this session's waiting already
+        assert asyncio.run(ask(b"t=known&turn=1"))[0] == 409
+        turns._asking.discard("known")
     finally:
         del live_route._handles["known"]
     assert live_route.turn_url("/_bamviz/live?t=x") == "/_bamviz/live?t=x&turn=1" and live_route.turn_url(None) is None

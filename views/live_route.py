@@ -168,8 +168,10 @@ class LiveRoute:
         query = scope.get("query_string", b"")
         turn = _turn_token(query)
         if turn is not None:                       # waits on this loop, holding no thread (`views.turns`)
-            status, body = (200, json.dumps({"waited": round(await turns.wait(turn), 3)}).encode()) \
-                if turn in _handles else (404, b'{"error": "no such session"}')
+            waited = await turns.wait(turn) if turn in _handles else -1.0
+            status, body = ((404, b'{"error": "no such session"}') if waited == -1.0 else
+                            (409, b'{"error": "this session is waiting for a turn already"}') if waited is None else
+                            (200, json.dumps({"waited": round(waited, 3)}).encode()))
         else:
             status, body = await asyncio.get_running_loop().run_in_executor(_POOL, respond, query)
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),

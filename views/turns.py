@@ -29,6 +29,7 @@ _urgent = [0]                          # urgent runs in progress
 _held: dict[str, float] = {}           # the holders (live-route tokens) whose runs go now -> since when
 _queue: list[int] = []                 # the tickets of the turns asked for, oldest first
 _woken: dict[int, tuple] = {}          # ticket -> (its loop, its asyncio.Event)
+_asking: set[str] = set()              # the holders waiting for a turn
 _tickets = itertools.count()
 
 
@@ -69,10 +70,14 @@ def _take(ticket: int, holder: str, asked: float) -> bool:
         return go
 
 
-async def wait(holder: str) -> float:
-    """Until a turn for `holder`, which it then holds; the seconds waited."""
+async def wait(holder: str) -> float | None:
+    """Until a turn for `holder`, which it then holds; the seconds waited. None at once when `holder` is
+    waiting for one already (a page asks one at a time: another ask is not a page's)."""
     asked, ticket, event = time.monotonic(), next(_tickets), asyncio.Event()
     with _lock:
+        if holder in _asking:
+            return None
+        _asking.add(holder)
         _queue.append(ticket)
         _woken[ticket] = (asyncio.get_running_loop(), event)
     try:
@@ -86,6 +91,7 @@ async def wait(holder: str) -> float:
         with _lock:
             _queue.remove(ticket)
             del _woken[ticket]
+            _asking.discard(holder)
             _wake()
     return time.monotonic() - asked
 
