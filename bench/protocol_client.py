@@ -108,6 +108,8 @@ class Student:
         self._model: asyncio.Task | None = None    # their download
         self.polls = 0
         self.frames_sent = 0                       # frames sent for the captions (a page that makes them)
+        self._wanted: tuple | None = None          # (index, hyper) of the frame to send when its turn comes
+        self._asking = False                       # a turn asked for, not come yet
         self._waits_answered: set = set()          # (sentence, index) the captions waited for, answered
         self._changed = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
@@ -256,17 +258,25 @@ class Student:
         """The summary's "frame" state, as a page that makes its frames sends it (views/page_frames.py): the
         slider values (None: the server's) and the frame at posterior value `index` for the captions."""
         self._send_later = None
+        # one still waiting for its turn gives up its place, not the slider values it carries (as local.js)
+        self._wanted = (index, hyper or (self._wanted[1] if self._wanted else None))
+        turn = (self.summary or {}).get("turn")
+        if isinstance(turn, str):                  # the page's turn first (views/turns.py), as local.js asks it:
+            if self._asking:                       # one ask at a time; what is wanted when it comes goes
+                return
+            self._asking = True
+            try:
+                await self._fetch(self._get, turn)
+            except OSError:
+                pass                               # the page sends at once when the ask fails
+            finally:
+                self._asking = False
+        (index, hyper), self._wanted = self._wanted, None
         here = (self.summary or {}).get("frames_here")
         if not here:
             return
         if index is None:
             index = (self.summary.get("slider") or {}).get("current", 0)
-        turn = self.summary.get("turn")
-        if isinstance(turn, str):                  # the page's turn first (views/turns.py), as local.js asks it
-            try:
-                await self._fetch(self._get, turn)
-            except OSError:
-                pass                               # the page sends at once when the ask fails
         wid = self.widgets["live_summary"]
         self.frames_sent += 1
         self.states[wid] = ("json_value", json.dumps({"frame": {"hyper": hyper,

@@ -18,8 +18,8 @@ import itertools
 import threading
 import time
 
-DEFER_MAX_S = 30.0       # a turn asked for this long ago goes while urgent runs are in progress
-GIVE_UP_S = 60.0         # and one asked for this long ago goes, whatever holds the turns
+DEFER_MAX_S = 10.0       # a turn asked for this long ago goes while urgent runs are in progress
+GIVE_UP_S = 20.0         # and one asked for this long ago goes, whatever holds the turns
 TURN_S = 3.0             # a turn whose run has not ended after this long (a page closed) is over
 TURNS = 2                # turns held at once: a run's own waits (its page's ask, its messages) overlap
 CHECK_S = 0.5            # a waiting ask looks again this often, woken or not

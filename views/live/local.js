@@ -76,8 +76,11 @@ export class LocalFrames {
     return true;
   }
 
+  // The frame at `index` to send, with `hyper`; one still waiting for its turn gives up its place, not
+  // the slider values it carries (null: the server's).
   want(index, hyper) {
-    this.wanted = { key: this.key, index, hyper };
+    const before = this.wanted && this.wanted.key === this.key ? this.wanted.hyper : null;
+    this.wanted = { key: this.key, index, hyper: hyper || before };
     this.send();
   }
 
